@@ -1,0 +1,78 @@
+# chj top-level build.  `make help` lists the targets.
+PREFIX  ?= /usr/local
+DESTDIR ?=
+SBINDIR ?= $(PREFIX)/sbin
+MANDIR  ?= $(PREFIX)/share/man
+
+# Kernel to build dm-chj for: the running kernel's build tree when it has one,
+# else the newest installed linux-headers.  Override with KVER= or KDIR=.
+ifeq ($(origin KDIR),undefined)
+  ifeq ($(origin KVER),undefined)
+    KVER := $(shell scripts/kernel-version)
+  endif
+  KDIR := /lib/modules/$(KVER)/build
+else
+  ifeq ($(origin KVER),undefined)
+    KVER := $(shell $(MAKE) -s -C $(KDIR) kernelrelease 2>/dev/null)
+  endif
+endif
+export KVER KDIR
+
+.PHONY: all module userspace deps check check-unit check-vm check-sanitize \
+	install clean demo help checkpatch sparse bench
+
+all: module userspace
+
+help:
+	@echo 'make              build dm-chj.ko and the userspace tools'
+	@echo 'make deps         install build and test packages with apt-get'
+	@echo 'make check        unit tests, then every VM test; ends "N passed, N failed"'
+	@echo 'make check-unit   Check unit tests (plain, then ASan+UBSan)'
+	@echo 'make check-vm T=name   one VM test (tests/vm/name.sh); no T = all'
+	@echo 'make demo         boot the VM and show chj at work'
+	@echo 'make checkpatch   checkpatch.pl --strict on dm-target/'
+	@echo 'make sparse       sparse on dm-target/ (make C=2)'
+	@echo 'make install DESTDIR=... PREFIX=/usr'
+	@echo 'KVER=... or KDIR=... choose the kernel the module is built for'
+
+module:
+	@if [ -z "$(KVER)" ] || [ ! -d "$(KDIR)" ]; then \
+		echo "chj: no kernel build tree found (install linux-headers-amd64, or set KDIR=)" >&2; exit 1; fi
+	@echo "  MODULE  dm-chj for $(KVER) ($(KDIR))"
+	$(MAKE) -C $(KDIR) M=$(CURDIR)/dm-target modules
+
+userspace:
+	$(MAKE) -C userspace
+
+deps:
+	scripts/install-deps
+
+check: all
+	scripts/run-checks
+
+check-unit: userspace
+	scripts/run-checks --unit
+
+check-vm: all
+	scripts/run-checks --vm $(T)
+
+checkpatch:
+	scripts/checkpatch-module
+
+sparse:
+	$(MAKE) -C $(KDIR) M=$(CURDIR)/dm-target C=2 modules
+
+demo: all
+	scripts/vm-test --verbose demo
+
+bench: all
+	scripts/bench
+
+install: all
+	$(MAKE) -C userspace install DESTDIR=$(DESTDIR) PREFIX=$(PREFIX) SBINDIR=$(SBINDIR) MANDIR=$(MANDIR)
+	install -D -m 0644 dm-target/dm-chj.ko $(DESTDIR)/lib/modules/$(KVER)/updates/dm-chj.ko
+
+clean:
+	-$(MAKE) -C $(KDIR) M=$(CURDIR)/dm-target clean >/dev/null 2>&1
+	$(MAKE) -C userspace clean
+	rm -rf build
