@@ -1,61 +1,619 @@
 // SPDX-License-Identifier: GPL-2.0
-/* Placeholder pass-through target; replaced by the tracking target. */
-#include <linux/module.h>
+/*
+ * dm-chj: a change journal for block devices.
+ *
+ * Maps 1:1 onto an origin device and records which regions were written, so
+ * that a backup can ask "what changed since epoch E".  The one rule: every
+ * region a data-changing bio touches is durably marked on the metadata device
+ * before the bio is issued to the origin.
+ *
+ * Fast path: a write whose regions are all durably marked is remapped at
+ * once (a bit test and an in-flight count).  Slow path: first-touch writes
+ * are deferred to a worker that group-commits their marks, then issues them.
+ * A checkpoint drains in-flight writes so that none can straddle two epochs
+ * unmarked in the second.
+ *
+ * See docs/dm-chj.txt for the table line, status and messages.
+ */
+#include <linux/bio.h>
 #include <linux/device-mapper.h>
+#include <linux/module.h>
+#include <linux/mutex.h>
+#include <linux/slab.h>
+#include <linux/wait.h>
+#include <linux/workqueue.h>
+
+#include "dm-chj-metadata.h"
 
 #define DM_MSG_PREFIX "chj"
 
-static int chj_ctr(struct dm_target *ti, unsigned int argc, char **argv)
+struct chj_target {
+	struct dm_target *ti;
+	struct dm_dev *metadata_dev;
+	struct dm_dev *origin_dev;
+	u32 region_sectors;
+	unsigned int region_shift;
+
+	/* NULL until the first preresume: the old table may still write. */
+	struct chj_metadata *md;
+
+	/* Serializes every metadata write: commits, checkpoint, suspend. */
+	struct mutex lock;
+	bool suspended;
+
+	/* Protects deferred: first-touch bios waiting for the worker. */
+	spinlock_t defer_lock;
+	struct bio_list deferred;
+	struct workqueue_struct *wq;
+	struct work_struct worker;
+
+	/* Writes issued on the fast path or by the worker, not yet ended. */
+	atomic_t in_flight;
+	wait_queue_head_t drain_wq;
+	/* Set while a checkpoint drains: new writes take the slow path. */
+	bool ckpt_pending;
+	/* A metadata write failed: writes are errored until a reload. */
+	bool failed;
+	/* Preallocated record for failed_list; NULL once handed over. */
+	struct chj_failed *failed_rec;
+};
+
+struct chj_failed {
+	struct list_head node;
+	dev_t dev;
+};
+
+struct chj_bio {
+	bool counted;	/* holds an in_flight reference */
+};
+
+/*
+ * Metadata devices whose tracker failed.  The instance that reloads one
+ * starts its epoch marked-all: the failed one may not have been able to say
+ * so on disk.  Each instance preallocates its record in the constructor
+ * and hands it over to the list, so recording a failure never allocates.
+ */
+static LIST_HEAD(failed_list);
+static DEFINE_MUTEX(failed_lock);
+
+/* ------------------------------------------------------------ helpers -- */
+
+static void put_in_flight(struct chj_target *c)
 {
-	struct dm_dev *dev;
+	if (atomic_dec_and_test(&c->in_flight) && wq_has_sleeper(&c->drain_wq))
+		wake_up(&c->drain_wq);
+}
+
+/* Does this bio change origin data?  Empty flushes and reads do not. */
+static bool bio_writes_data(struct bio *bio)
+{
+	return op_is_write(bio_op(bio)) && bio_sectors(bio);
+}
+
+static void bio_regions(struct chj_target *c, struct bio *bio, u64 *first,
+			u64 *last)
+{
+	*first = bio->bi_iter.bi_sector >> c->region_shift;
+	*last = (bio_end_sector(bio) - 1) >> c->region_shift;
+}
+
+static void note_failed(struct chj_target *c)
+{
+	dev_t dev = c->metadata_dev->bdev->bd_dev;
+	struct chj_failed *f;
+
+	mutex_lock(&failed_lock);
+	list_for_each_entry(f, &failed_list, node)
+		if (f->dev == dev)
+			goto out;
+	if (c->failed_rec) {
+		c->failed_rec->dev = dev;
+		list_add(&c->failed_rec->node, &failed_list);
+		c->failed_rec = NULL;
+	}
+out:
+	mutex_unlock(&failed_lock);
+}
+
+/* Enter fail mode: called with c->lock held. */
+static void enter_fail_mode(struct chj_target *c, const char *what, int err)
+{
+	if (c->failed)
+		return;
+	DMERR("%s: %s failed (%d): writes are errored until the table is reloaded",
+	      dm_device_name(dm_table_get_md(c->ti->table)), what, err);
+	WRITE_ONCE(c->failed, true);
+	chj_md_flag_all_changed(c->md);
+	note_failed(c);
+}
+
+/* Did a previous instance on this metadata device fail?  Forget it if so. */
+static bool take_failed(dev_t dev)
+{
+	struct chj_failed *f, *tmp;
+	bool found = false;
+
+	mutex_lock(&failed_lock);
+	list_for_each_entry_safe(f, tmp, &failed_list, node) {
+		if (f->dev == dev) {
+			list_del(&f->node);
+			kfree(f);
+			found = true;
+		}
+	}
+	mutex_unlock(&failed_lock);
+	return found;
+}
+
+/* ------------------------------------------------------------ bio path -- */
+
+static void defer_bio(struct chj_target *c, struct bio *bio)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&c->defer_lock, flags);
+	bio_list_add(&c->deferred, bio);
+	spin_unlock_irqrestore(&c->defer_lock, flags);
+	queue_work(c->wq, &c->worker);
+}
+
+static void issue(struct chj_target *c, struct bio *bio)
+{
+	struct chj_bio *pb = dm_per_bio_data(bio, sizeof(*pb));
+
+	pb->counted = true;
+	atomic_inc(&c->in_flight);
+	submit_bio_noacct(bio);
+}
+
+static void error_bios(struct bio_list *bios)
+{
+	struct bio *bio;
+
+	while ((bio = bio_list_pop(bios)))
+		bio_io_error(bio);
+}
+
+/*
+ * Group commit: stage the marks of every waiting bio, write the changed
+ * bitmap blocks once, and only then issue the bios.
+ */
+static void do_worker(struct work_struct *ws)
+{
+	struct chj_target *c = container_of(ws, struct chj_target, worker);
+	struct bio_list bios, ready = BIO_EMPTY_LIST;
+	struct bio *bio;
+	u64 first, last;
+	int r = 0;
+
+	spin_lock_irq(&c->defer_lock);
+	bios = c->deferred;
+	bio_list_init(&c->deferred);
+	spin_unlock_irq(&c->defer_lock);
+	if (bio_list_empty(&bios))
+		return;
+
+	mutex_lock(&c->lock);
+	if (c->failed) {
+		error_bios(&bios);
+		goto out;
+	}
+	while (!r && (bio = bio_list_pop(&bios))) {
+		bio_list_add(&ready, bio);
+		bio_regions(c, bio, &first, &last);
+		while (!r && chj_md_stage(c->md, first, last, &first) == 1)
+			r = chj_md_commit(c->md);
+	}
+	if (!r)
+		r = chj_md_commit(c->md);
+	if (r) {
+		enter_fail_mode(c, "bitmap write", r);
+		error_bios(&ready);
+		error_bios(&bios);
+		goto out;
+	}
+	while ((bio = bio_list_pop(&ready)))
+		issue(c, bio);
+out:
+	mutex_unlock(&c->lock);
+}
+
+static int chj_map(struct dm_target *ti, struct bio *bio)
+{
+	struct chj_target *c = ti->private;
+	struct chj_bio *pb = dm_per_bio_data(bio, sizeof(*pb));
+	u64 first, last;
+
+	pb->counted = false;
+	bio_set_dev(bio, c->origin_dev->bdev);
+	bio->bi_iter.bi_sector = dm_target_offset(ti, bio->bi_iter.bi_sector);
+	if (!bio_writes_data(bio))
+		return DM_MAPIO_REMAPPED;
+	if (READ_ONCE(c->failed))
+		return DM_MAPIO_KILL;
+
+	bio_regions(c, bio, &first, &last);
+	/*
+	 * Count the bio in flight before looking at ckpt_pending; checkpoint()
+	 * sets ckpt_pending before reading in_flight.  With a full barrier on
+	 * both sides, either it waits for this bio or this bio sees the flag.
+	 */
+	atomic_inc(&c->in_flight);
+	smp_mb__after_atomic(); /* in_flight before ckpt_pending, as above */
+	/* Acquire: a cleared flag means the cleared bitmap is visible too. */
+	if (!smp_load_acquire(&c->ckpt_pending) &&
+	    chj_md_durable(c->md, first, last)) {
+		pb->counted = true;
+		return DM_MAPIO_REMAPPED;
+	}
+	put_in_flight(c);
+	defer_bio(c, bio);
+	return DM_MAPIO_SUBMITTED;
+}
+
+static int chj_end_io(struct dm_target *ti, struct bio *bio,
+		      blk_status_t *error)
+{
+	struct chj_bio *pb = dm_per_bio_data(bio, sizeof(*pb));
+
+	if (pb->counted)
+		put_in_flight(ti->private);
+	return DM_ENDIO_DONE;
+}
+
+/* ------------------------------------------------------------ messages -- */
+
+/*
+ * End the epoch.  New writes are diverted to the worker, which cannot run
+ * while we hold the lock, and every write already issued is waited for: a
+ * write still in flight when the new epoch starts could land after a backup
+ * read its region, so it must not be left to the old epoch alone.
+ */
+static int checkpoint(struct chj_target *c, u64 *epoch)
+{
 	int r;
 
-	if (argc < 1) {
-		ti->error = "Missing device";
+	WRITE_ONCE(c->ckpt_pending, true);
+	/* Flag before counter; pairs with smp_mb__after_atomic() in chj_map(). */
+	smp_mb();
+	wait_event(c->drain_wq, !atomic_read(&c->in_flight));
+	r = chj_md_checkpoint(c->md, epoch);
+	if (r)
+		enter_fail_mode(c, "checkpoint", r);
+	/* Release: the cleared bitmap is visible before the fast path reopens. */
+	smp_store_release(&c->ckpt_pending, false);
+	queue_work(c->wq, &c->worker);
+	return r;
+}
+
+static int chj_message(struct dm_target *ti, unsigned int argc, char **argv,
+		       char *result, unsigned int maxlen)
+{
+	struct chj_target *c = ti->private;
+	u64 epoch;
+	int r;
+
+	if (argc != 1 || (strcasecmp(argv[0], "checkpoint") &&
+			  strcasecmp(argv[0], "mark_all"))) {
+		DMWARN("unrecognised message: expected checkpoint or mark_all");
 		return -EINVAL;
 	}
-	r = dm_get_device(ti, argv[0], dm_table_get_mode(ti->table), &dev);
+	mutex_lock(&c->lock);
+	if (!c->md || c->suspended) {
+		DMWARN("%s refused: device is suspended", argv[0]);
+		r = -EBUSY;
+	} else if (c->failed) {
+		DMWARN("%s refused: target is in fail mode", argv[0]);
+		r = -EIO;
+	} else if (!strcasecmp(argv[0], "checkpoint")) {
+		r = checkpoint(c, &epoch);
+		if (!r) {
+			scnprintf(result, maxlen, "%llu", epoch);
+			r = 1;
+		}
+	} else {
+		r = chj_md_mark_all(c->md);
+		if (r)
+			enter_fail_mode(c, "mark_all", r);
+	}
+	mutex_unlock(&c->lock);
+	return r;
+}
+
+/* ------------------------------------------------------ status, limits -- */
+
+/*
+ * INFO: <region_sectors> <current_epoch> <oldest_epoch>
+ *       <marked_regions>/<nr_regions> <journal_used>/<journal_blocks> <mode>
+ * Before the first resume the numbers are "-".
+ */
+static void chj_status(struct dm_target *ti, status_type_t type,
+		       unsigned int status_flags, char *result,
+		       unsigned int maxlen)
+{
+	struct chj_target *c = ti->private;
+	struct chj_md_stats st;
+	unsigned int sz = 0;
+
+	switch (type) {
+	case STATUSTYPE_INFO:
+		mutex_lock(&c->lock);
+		if (!c->md) {
+			DMEMIT("%u - - -/- -/- %s", c->region_sectors,
+			       c->failed ? "fail" : "ok");
+		} else {
+			chj_md_stats(c->md, &st);
+			DMEMIT("%u %llu %llu %llu/%llu %llu/%llu %s",
+			       c->region_sectors, st.current_epoch,
+			       st.oldest_epoch, st.marked, st.nr_regions,
+			       st.journal_used, st.journal_blocks,
+			       c->failed ? "fail" : "ok");
+		}
+		mutex_unlock(&c->lock);
+		break;
+	case STATUSTYPE_TABLE:
+		DMEMIT("%s %s %u", c->metadata_dev->name, c->origin_dev->name,
+		       c->region_sectors);
+		break;
+	case STATUSTYPE_IMA:
+		DMEMIT_TARGET_NAME_VERSION(ti->type);
+		DMEMIT(",metadata_device=%s,origin_device=%s,region_sectors=%u;",
+		       c->metadata_dev->name, c->origin_dev->name,
+		       c->region_sectors);
+		break;
+	}
+}
+
+static int chj_iterate_devices(struct dm_target *ti,
+			       iterate_devices_callout_fn fn, void *data)
+{
+	struct chj_target *c = ti->private;
+
+	return fn(ti, c->origin_dev, 0, ti->len, data);
+}
+
+/* ----------------------------------------------------------- lifecycle -- */
+
+static void chj_postsuspend(struct dm_target *ti)
+{
+	struct chj_target *c = ti->private;
+
+	/* dm has waited for every bio; the worker has nothing left to do. */
+	flush_workqueue(c->wq);
+	mutex_lock(&c->lock);
+	c->suspended = true;
+	mutex_unlock(&c->lock);
+}
+
+static int chj_preresume(struct dm_target *ti)
+{
+	struct chj_target *c = ti->private;
+	struct chj_metadata *md;
+	char *error = NULL;
+	bool mark_all;
+
+	if (c->md)
+		return 0;
+	mark_all = take_failed(c->metadata_dev->bdev->bd_dev);
+	md = chj_md_open(c->metadata_dev->bdev, ti->len, c->region_sectors,
+			 mark_all, &error);
+	if (IS_ERR(md)) {
+		DMERR("%s: %s", dm_device_name(dm_table_get_md(ti->table)),
+		      error ? error : "cannot load metadata");
+		if (mark_all)
+			note_failed(c);
+		return PTR_ERR(md);
+	}
+	if (mark_all)
+		DMWARN("%s: previous instance failed: current epoch marked all",
+		       dm_device_name(dm_table_get_md(ti->table)));
+	c->md = md;
+	return 0;
+}
+
+static void chj_resume(struct dm_target *ti)
+{
+	struct chj_target *c = ti->private;
+
+	mutex_lock(&c->lock);
+	c->suspended = false;
+	mutex_unlock(&c->lock);
+}
+
+/* Check the metadata device can hold this origin, and say how much it needs. */
+static int check_metadata(struct dm_target *ti, struct chj_target *c)
+{
+	struct block_device *mbdev = c->metadata_dev->bdev;
+	u64 dev_blocks = bdev_nr_sectors(mbdev) / CHJ_BLOCK_SECTORS;
+	u64 nr = chj_regions_for(ti->len, c->region_sectors), need;
+	struct chj_superblock sb;
+	bool blank;
+	int r;
+
+	r = chj_md_peek(mbdev, &sb, &blank, &ti->error);
+	if (r)
+		return r;
+	if (!blank) {
+		if (le32_to_cpu(sb.region_sectors) != c->region_sectors) {
+			DMERR("metadata has region size %u sectors, table says %u",
+			      le32_to_cpu(sb.region_sectors), c->region_sectors);
+			ti->error = "Region size differs from the metadata's";
+			return -EINVAL;
+		}
+		if (ti->len < le64_to_cpu(sb.origin_sectors)) {
+			ti->error = "Shrinking a tracked origin is not supported";
+			return -EINVAL;
+		}
+		if (chj_bitmap_blocks_for(nr) == le64_to_cpu(sb.bitmap_blocks))
+			return 0;
+	}
+	need = chj_min_metadata_blocks(nr);
+	if (need > dev_blocks) {
+		DMERR("metadata device too small: %llu bytes needed, %llu present",
+		      need * CHJ_BLOCK_SIZE, dev_blocks * CHJ_BLOCK_SIZE);
+		ti->error = "Metadata device too small (kernel log has the size needed)";
+		return -ENOSPC;
+	}
+	return 0;
+}
+
+static int chj_parse_args(struct dm_target *ti, struct chj_target *c,
+			  unsigned int argc, char **argv)
+{
+	fmode_t mode = dm_table_get_mode(ti->table);
+	unsigned int nfeat;
+	int r;
+
+	if (argc < 3) {
+		ti->error = "Expected <metadata_dev> <origin_dev> <region_size_sectors>";
+		return -EINVAL;
+	}
+	if (kstrtou32(argv[2], 10, &c->region_sectors) ||
+	    !chj_region_sectors_valid(c->region_sectors)) {
+		ti->error = "Region size must be a power of two from 8 to 2097152 sectors";
+		return -EINVAL;
+	}
+	c->region_shift = __ffs(c->region_sectors);
+	if (argc > 3) {
+		if (kstrtouint(argv[3], 10, &nfeat) || nfeat != argc - 4) {
+			ti->error = "Feature argument count does not match";
+			return -EINVAL;
+		}
+		if (nfeat) {
+			ti->error = "Unknown feature argument";
+			return -EINVAL;
+		}
+	}
+	r = dm_get_device(ti, argv[0], mode, &c->metadata_dev);
 	if (r) {
-		ti->error = "Cannot open device";
+		ti->error = "Cannot open metadata device";
 		return r;
 	}
-	ti->private = dev;
+	r = dm_get_device(ti, argv[1], mode, &c->origin_dev);
+	if (r) {
+		ti->error = "Cannot open origin device";
+		return r;
+	}
+	if (c->metadata_dev->bdev == c->origin_dev->bdev) {
+		ti->error = "Metadata and origin must be different devices";
+		return -EINVAL;
+	}
+	if (bdev_logical_block_size(c->metadata_dev->bdev) > CHJ_BLOCK_SIZE) {
+		ti->error = "Metadata device logical block size exceeds 4096";
+		return -EINVAL;
+	}
+	if (ti->begin || ti->len > bdev_nr_sectors(c->origin_dev->bdev)) {
+		ti->error = ti->begin ? "Target must start at sector 0" :
+			"Table length exceeds the origin device";
+		return -EINVAL;
+	}
 	return 0;
 }
 
 static void chj_dtr(struct dm_target *ti)
 {
-	dm_put_device(ti, ti->private);
+	struct chj_target *c = ti->private;
+
+	if (c->wq)
+		destroy_workqueue(c->wq);
+	chj_md_close(c->md);
+	if (c->metadata_dev)
+		dm_put_device(ti, c->metadata_dev);
+	if (c->origin_dev)
+		dm_put_device(ti, c->origin_dev);
+	kfree(c->failed_rec);
+	kfree(c);
 }
 
-static int chj_map(struct dm_target *ti, struct bio *bio)
+/*
+ * <metadata_dev> <origin_dev> <region_size_sectors> [<#features> <feature>*]
+ */
+static int chj_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 {
-	struct dm_dev *dev = ti->private;
+	struct chj_target *c = kzalloc(sizeof(*c), GFP_KERNEL);
+	int r;
 
-	bio_set_dev(bio, dev->bdev);
-	return DM_MAPIO_REMAPPED;
+	if (!c) {
+		ti->error = "Cannot allocate target";
+		return -ENOMEM;
+	}
+	c->ti = ti;
+	ti->private = c;
+	mutex_init(&c->lock);
+	spin_lock_init(&c->defer_lock);
+	bio_list_init(&c->deferred);
+	INIT_WORK(&c->worker, do_worker);
+	init_waitqueue_head(&c->drain_wq);
+	c->suspended = true;
+	c->failed_rec = kzalloc(sizeof(*c->failed_rec), GFP_KERNEL);
+	if (!c->failed_rec) {
+		ti->error = "Cannot allocate target";
+		r = -ENOMEM;
+		goto bad;
+	}
+
+	r = chj_parse_args(ti, c, argc, argv);
+	if (!r)
+		r = check_metadata(ti, c);
+	if (r)
+		goto bad;
+	c->wq = alloc_workqueue("dm-" DM_MSG_PREFIX, WQ_MEM_RECLAIM | WQ_HIGHPRI, 0);
+	if (!c->wq) {
+		ti->error = "Cannot allocate workqueue";
+		r = -ENOMEM;
+		goto bad;
+	}
+	ti->num_flush_bios = 1;
+	ti->num_discard_bios = 1;
+	ti->num_secure_erase_bios = 1;
+	ti->num_write_zeroes_bios = 1;
+	ti->per_io_data_size = sizeof(struct chj_bio);
+	return 0;
+bad:
+	chj_dtr(ti);
+	return r;
 }
 
 static struct target_type chj_target = {
 	.name = "chj",
-	.version = {0, 0, 1},
+	.version = {1, 0, 0},
 	.module = THIS_MODULE,
 	.ctr = chj_ctr,
 	.dtr = chj_dtr,
 	.map = chj_map,
+	.end_io = chj_end_io,
+	.postsuspend = chj_postsuspend,
+	.preresume = chj_preresume,
+	.resume = chj_resume,
+	.status = chj_status,
+	.message = chj_message,
+	.iterate_devices = chj_iterate_devices,
 };
 
 static int __init dm_chj_init(void)
 {
-	return dm_register_target(&chj_target);
+	int r = dm_register_target(&chj_target);
+
+	if (r)
+		DMERR("register failed %d", r);
+	return r;
 }
 
 static void __exit dm_chj_exit(void)
 {
+	struct chj_failed *f, *tmp;
+
 	dm_unregister_target(&chj_target);
+	list_for_each_entry_safe(f, tmp, &failed_list, node) {
+		list_del(&f->node);
+		kfree(f);
+	}
 }
 
 module_init(dm_chj_init);
 module_exit(dm_chj_exit);
-MODULE_DESCRIPTION(DM_NAME " change journal target");
+
+MODULE_DESCRIPTION(DM_NAME " change journal target: crash-safe write tracking with epochs");
+MODULE_AUTHOR("chj developers");
 MODULE_LICENSE("GPL");
+MODULE_SOFTDEP("pre: crc32c");

@@ -49,6 +49,9 @@
 #define chj_cpu32(x)		htole32(x)
 #define chj_cpu64(x)		htole64(x)
 #define chj_div_u64(a, b)	((a) / (b))
+#ifndef __packed
+#define __packed		__attribute__((__packed__))
+#endif
 #endif
 
 #define CHJ_SECTOR_SHIFT	9
@@ -66,7 +69,7 @@
 
 /* Region size limits in 512-byte sectors: 4 KiB .. 1 GiB, powers of two. */
 #define CHJ_MIN_REGION_SECTORS	8u
-#define CHJ_MAX_REGION_SECTORS	(1u << 21)
+#define CHJ_MAX_REGION_SECTORS	0x200000u
 
 /* The smallest journal a format accepts, in blocks. */
 #define CHJ_MIN_JOURNAL_BLOCKS	8u
@@ -78,7 +81,7 @@
  * damaged bitmap block repaired by chj check --repair); the target rewrites
  * the bitmap all-ones on its next load and then clears the flag.
  */
-#define CHJ_SB_F_ALL_CHANGED	(1u << 0)
+#define CHJ_SB_F_ALL_CHANGED	0x1u
 #define CHJ_SB_F_KNOWN		(CHJ_SB_F_ALL_CHANGED)
 
 struct chj_superblock {
@@ -104,7 +107,7 @@ struct chj_superblock {
 	__le64 epoch_start_time;	/* unix seconds the current epoch began */
 	__le64 format_time;	/* unix seconds of format */
 	__u8 reserved[CHJ_SB_BYTES - 152];
-} __attribute__((packed));
+} __packed;
 
 /* Regions per bitmap block: 4080 bytes of bits after a 16-byte header. */
 #define CHJ_BITMAP_HDR_BYTES	16u
@@ -121,20 +124,20 @@ struct chj_bitmap_block {
 	__le32 magic;		/* CHJ_BITMAP_MAGIC */
 	__le64 epoch;		/* bits count only while this epoch is current */
 	__u8 bits[CHJ_BITMAP_BYTES];
-} __attribute__((packed));
+} __packed;
 
 struct chj_extent {
 	__le64 start;		/* first region */
 	__le64 count;		/* regions, >= 1 */
-} __attribute__((packed));
+} __packed;
 
 #define CHJ_JOURNAL_HDR_BYTES	32u
 #define CHJ_JOURNAL_EXTENTS \
 	((CHJ_BLOCK_SIZE - CHJ_JOURNAL_HDR_BYTES) / sizeof(struct chj_extent))
 
 /* Journal block flags: an epoch's record is blocks FIRST .. LAST in order. */
-#define CHJ_JF_FIRST		(1u << 0)
-#define CHJ_JF_LAST		(1u << 1)
+#define CHJ_JF_FIRST		0x1u
+#define CHJ_JF_LAST		0x2u
 #define CHJ_JF_KNOWN		(CHJ_JF_FIRST | CHJ_JF_LAST)
 
 /*
@@ -150,7 +153,7 @@ struct chj_journal_block {
 	__le32 nr_extents;	/* 0 .. CHJ_JOURNAL_EXTENTS */
 	__le32 flags;		/* CHJ_JF_* */
 	struct chj_extent ext[CHJ_JOURNAL_EXTENTS];
-} __attribute__((packed));
+} __packed;
 
 static_assert(sizeof(struct chj_superblock) == CHJ_SB_BYTES, "superblock size");
 static_assert(sizeof(struct chj_bitmap_block) == CHJ_BLOCK_SIZE, "bitmap block size");

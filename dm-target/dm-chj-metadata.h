@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * dm-chj metadata: format, load, mark commit, checkpoint.
+ *
+ * All functions that write are called with the target's commit lock held,
+ * so there is exactly one writer; chj_md_durable() is the lock-free read
+ * used on the bio fast path.
+ */
+#ifndef DM_CHJ_METADATA_H
+#define DM_CHJ_METADATA_H
+
+#include <linux/blkdev.h>
+#include <linux/bitops.h>
+#include "chj_format.h"
+
+struct chj_metadata;
+
+/*
+ * Read-only look at the metadata device for the constructor.  Returns 0 and
+ * sets *blank when the superblock area is all zero; returns 0 with *sb filled
+ * for a valid superblock; else -errno with *error set.  Writes nothing.
+ */
+int chj_md_peek(struct block_device *bdev, struct chj_superblock *sb,
+		bool *blank, char **error);
+
+/*
+ * Load (formatting a blank device) for an origin of origin_sectors tracked
+ * in regions of region_sectors.  Grows the tracked size when the origin grew.
+ * Called from preresume: the previous table's instance has stopped writing.
+ */
+struct chj_metadata *chj_md_open(struct block_device *bdev, u64 origin_sectors,
+				 u32 region_sectors, bool mark_all,
+				 char **error);
+void chj_md_close(struct chj_metadata *md);
+
+/* Lock-free: is every region in [first, last] durably marked? */
+bool chj_md_durable(struct chj_metadata *md, u64 first, u64 last);
+
+/*
+ * Stage marks for regions [first, last] of the current epoch.  Returns 1 when
+ * the staging buffers are full (the caller commits and stages the rest),
+ * 0 when everything was staged.  *next is the first region not yet staged.
+ */
+int chj_md_stage(struct chj_metadata *md, u64 first, u64 last, u64 *next);
+
+/*
+ * Write the staged bitmap blocks with FUA and, only once they are durable,
+ * publish their bits to the lock-free bitmap.  -errno when a write failed;
+ * the in-core bits then stay clear.
+ */
+int chj_md_commit(struct chj_metadata *md);
+
+/* End the current epoch: journal its change set, switch the superblock. */
+int chj_md_checkpoint(struct chj_metadata *md, u64 *new_epoch);
+
+/* Mark every region in the current epoch, durably. */
+int chj_md_mark_all(struct chj_metadata *md);
+
+/* Best effort after a write failure: flag the epoch as all-changed. */
+void chj_md_flag_all_changed(struct chj_metadata *md);
+
+struct chj_md_stats {
+	u64 current_epoch;
+	u64 oldest_epoch;
+	u64 marked;
+	u64 nr_regions;
+	u64 journal_used;
+	u64 journal_blocks;
+};
+
+void chj_md_stats(struct chj_metadata *md, struct chj_md_stats *st);
+
+#endif
