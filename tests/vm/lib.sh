@@ -1,0 +1,66 @@
+# shellcheck shell=bash
+# Helpers for VM tests (tests/vm/*.sh), which run as root in the guest under
+# bash with the harness's environment:
+#   CHJ_OUT   writable results dir (build/vm/NAME/out on the host)
+#   CHJ_ROOT  the repo (read-only), CHJ_TEST the test name
+#   CHJ_BOOT  1 on the first boot, 2 after the first vm_crash, ...
+# The host's root is mounted read-only; /tmp, /var/tmp, /run, /dev/shm are
+# tmpfs.  There is no udev: DM_DISABLE_UDEV=1 is set, and dm nodes under
+# /dev/mapper are made with dm_node (dmsetup mknodes).
+#
+# Sourcing this turns on errexit, nounset and pipefail: any failing command
+# fails the test, with the command and line printed by the ERR trap.
+set -eEuo pipefail
+trap 'echo "FAIL: ${BASH_SOURCE[0]##*/}:$LINENO: \"$BASH_COMMAND\" exited $?" >&2' ERR
+
+# Print a progress line.
+log() { echo "--- $*"; }
+
+# fail MSG: print MSG and fail the test (from a subshell, only it exits).
+fail() {
+	echo "FAIL: $*" >&2
+	exit 1
+}
+
+# assert_eq EXPECTED ACTUAL [WHAT]
+assert_eq() {
+	[ "$1" = "$2" ] || fail "${3:-value}: expected '$1', got '$2'"
+}
+
+# brd_setup COUNT SIZE_KiB: COUNT RAM disks /dev/ram0.. of SIZE_KiB each,
+# zero-filled (brd allocates pages on first write and reads zeros before).
+brd_setup() {
+	if [ -d /sys/module/brd ]; then rmmod brd; fi
+	modprobe brd rd_nr="$1" rd_size="$2"
+	[ -b /dev/ram$(($1 - 1)) ] || fail "brd_setup: /dev/ram$(($1 - 1)) did not appear"
+}
+
+# dm_node NAME: create /dev/mapper/NAME (no udev in the guest) and print it.
+dm_node() {
+	dmsetup mknodes "$1"
+	[ -b "/dev/mapper/$1" ] || fail "dm_node: /dev/mapper/$1 missing"
+	echo "/dev/mapper/$1"
+}
+
+# dm_create NAME TABLE: create a dm device and print its /dev/mapper path.
+dm_create() {
+	dmsetup create "$1" --table "$2"
+	dm_node "$1"
+}
+
+# sectors DEV: size of a block device in 512-byte sectors.
+sectors() { blockdev --getsz "$1"; }
+
+# vm_crash: reset the guest now, without syncing anything, like a power cut.
+# The harness boots again on the same disk files with CHJ_BOOT+1.  Sync what
+# the test must see after the crash before calling this.
+vm_crash() {
+	log "crash at the end of boot $CHJ_BOOT"
+	dmesg >"$CHJ_OUT/dmesg-$CHJ_BOOT.txt"
+	echo "$CHJ_BOOT" >"$CHJ_OUT/reboot"
+	# Only the results share is synced (9p: written straight to the host).
+	sync -f "$CHJ_OUT/reboot"
+	echo b >/proc/sysrq-trigger
+	sleep 30
+	fail "vm_crash: the sysrq reset did not happen"
+}
