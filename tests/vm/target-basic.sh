@@ -1,0 +1,101 @@
+#!/bin/bash
+# dm-chj basics: format, marking, status, checkpoint, mark_all, discards,
+# table echo, and every bad table line refused with a clear error.
+# vm-timeout: 240
+# shellcheck source=tests/vm/lib.sh disable=SC1091
+. "$CHJ_ROOT/tests/vm/lib.sh"
+# shellcheck source=tests/vm/_chj.sh disable=SC1091
+. "$CHJ_ROOT/tests/vm/_chj.sh"
+
+brd_setup 4 65536
+S=$(sectors /dev/ram1)
+NR=$((S / 8))
+
+log "create on a zeroed metadata device: it formats"
+dev=$(dm_create t "$(chj_table /dev/ram0 /dev/ram1 8)")
+assert_eq "8 1 1 0/$NR" "$(st t rs) $(st t cur) $(st t old) $(st t marked)/$(st t nr)" "fresh status"
+assert_eq ok "$(status_mode t)" "mode"
+assert_eq "0 $S chj 1:0 1:1 8" "$(dmsetup table t)" "table echo"
+
+log "writes mark their regions, once"
+wr "$dev" 0 4
+assert_eq 1 "$(st t marked)" "one 4K write"
+wr "$dev" 1024 1024
+assert_eq 257 "$(st t marked)" "plus 1 MiB"
+wr "$dev" 1024 1024
+assert_eq 257 "$(st t marked)" "rewrite marks nothing new"
+dd if="$dev" of=/dev/null bs=1M count=8 iflag=direct status=none
+assert_eq 257 "$(st t marked)" "reads mark nothing"
+# An unaligned write straddling two regions marks both.
+dd if=/dev/urandom of="$dev" bs=512 seek=$((4096 * 2 + 7)) count=2 oflag=direct conv=notrunc status=none
+assert_eq 259 "$(st t marked)" "straddling write"
+
+log "checkpoint starts epoch 2 with nothing marked"
+assert_eq 2 "$(dmsetup message t 0 checkpoint)" "checkpoint result"
+assert_eq "2 1 0" "$(st t cur) $(st t old) $(st t marked)" "after checkpoint"
+[ "$(st t jused)" -ge 1 ] || fail "journal holds epoch 1"
+wr "$dev" 0 4
+assert_eq 1 "$(st t marked)" "first write of epoch 2"
+assert_eq 3 "$(dmsetup message t 0 checkpoint)" "second checkpoint"
+assert_eq 4 "$(dmsetup message t 0 checkpoint)" "empty epoch checkpoint"
+
+log "mark_all"
+dmsetup message t 0 mark_all
+assert_eq "$NR" "$(st t marked)" "mark_all"
+
+log "unknown messages are refused"
+if dmsetup message t 0 frobnicate 2>/dev/null; then fail "unknown message accepted"; fi
+if dmsetup message t 0 checkpoint extra 2>/dev/null; then fail "checkpoint with args accepted"; fi
+
+log "reads and writes go to the origin 1:1"
+wr "$dev" 4096 64
+assert_eq "$(dd if="$dev" bs=4096 skip=1024 count=16 iflag=direct status=none | sha256sum)" \
+	"$(dd if=/dev/ram1 bs=4096 skip=1024 count=16 iflag=direct status=none | sha256sum)" "origin content"
+dmsetup remove t
+
+log "discard and write-zeroes mark (loop origin: brd has no discard)"
+modprobe loop
+truncate -s 64M /tmp/origin
+loop=$(losetup -f --show /tmp/origin)
+head -c 64M /dev/urandom >/tmp/origin
+dd if=/dev/zero of=/dev/ram3 bs=4096 count=2 oflag=direct status=none
+dev=$(dm_create d "$(chj_table /dev/ram3 "$loop" 8)")
+blkdiscard -o $((8 << 20)) -l $((1 << 20)) "$dev"
+assert_eq 256 "$(st d marked)" "discard of 1 MiB"
+blkdiscard -z -o $((16 << 20)) -l 65536 "$dev"
+assert_eq 272 "$(st d marked)" "write-zeroes of 64 KiB"
+assert_eq "$(head -c 65536 /dev/zero | sha256sum)" \
+	"$(dd if="$loop" bs=65536 skip=256 count=1 iflag=direct status=none | sha256sum)" "write-zeroes reached the origin"
+dmsetup remove d
+losetup -d "$loop"
+
+log "bad table lines"
+must_refuse "region size 7" "$(chj_table /dev/ram2 /dev/ram1 7)" "Region size must be a power of two"
+must_refuse "region size 12" "$(chj_table /dev/ram2 /dev/ram1 12)" "Region size must be a power of two"
+must_refuse "region size 0" "$(chj_table /dev/ram2 /dev/ram1 0)" "Region size must be a power of two"
+must_refuse "region size 4194304" "$(chj_table /dev/ram2 /dev/ram1 4194304)" "Region size must be a power of two"
+must_refuse "region size not a number" "$(chj_table /dev/ram2 /dev/ram1 8k)" "Region size must be a power of two"
+must_refuse "too few arguments" "0 $S chj /dev/ram2 /dev/ram1" "Expected <metadata_dev>"
+must_refuse "len beyond origin" "0 $((S + 8)) chj /dev/ram2 /dev/ram1 8" "Table length exceeds the origin"
+must_refuse "same device twice" "$(chj_table /dev/ram1 /dev/ram1 8)" "must be different devices"
+must_refuse "unknown feature" "$(chj_table /dev/ram2 /dev/ram1 8) 1 frob" "Unknown feature"
+must_refuse "bad feature count" "$(chj_table /dev/ram2 /dev/ram1 8) 2 frob" "Feature argument count"
+must_refuse "region size differs from metadata" "$(chj_table /dev/ram0 /dev/ram1 16)" "Region size differs"
+must_refuse "shrink" "0 $((S / 2)) chj /dev/ram0 /dev/ram1 8" "Shrinking a tracked origin"
+
+log "a metadata device holding something else is refused and left untouched"
+dd if=/dev/urandom of=/dev/ram2 bs=4096 count=4 oflag=direct status=none
+before=$(dd if=/dev/ram2 bs=4096 count=64 iflag=direct status=none | sha256sum)
+must_refuse "garbage metadata" "$(chj_table /dev/ram2 /dev/ram1 8)" "neither a chj superblock nor zeroes"
+assert_eq "$before" "$(dd if=/dev/ram2 bs=4096 count=64 iflag=direct status=none | sha256sum)" "garbage device untouched"
+
+log "a metadata device too small is refused with the size needed"
+dd if=/dev/zero of=/dev/ram3 bs=4096 count=2 oflag=direct status=none
+dmsetup create small --table "0 64 linear /dev/ram3 0"
+small=$(dm_node small)
+# 1 GiB origin at 4 KiB regions needs 2 + 9 + 8 blocks = 77824 bytes.
+dmsetup create zero1g --table "0 2097152 zero"
+must_refuse "too small" "0 2097152 chj $small $(dm_node zero1g) 8" "77824 bytes needed"
+dmsetup remove small zero1g
+
+log "ok"
