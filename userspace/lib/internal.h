@@ -13,6 +13,9 @@ struct chj_meta {
 	int writable;
 	int direct;		/* fd opened with O_DIRECT */
 	char path[256];
+	/* Tests: called before each read, to change the image under a reader. */
+	void (*read_hook)(void *ctx, uint64_t nr, uint64_t n);
+	void *hook_ctx;
 };
 
 /* Aligned buffer for O_DIRECT I/O of n blocks; free with free(). */

@@ -191,6 +191,8 @@ int chj_read_blocks(struct chj_meta *m, uint64_t nr, uint64_t n, void *buf,
 
 	if (rc)
 		return rc;
+	if (m->read_hook)
+		m->read_hook(m->hook_ctx, nr, n);
 	if (m->mem) {
 		memcpy(buf, m->mem + nr * CHJ_BLOCK_SIZE, n * CHJ_BLOCK_SIZE);
 		return CHJ_OK;

@@ -1,0 +1,266 @@
+// SPDX-License-Identifier: GPL-2.0 OR MIT
+/* chj: command table, help, dispatch and the helpers every subcommand uses. */
+#include <errno.h>
+#include <stdarg.h>
+#include <string.h>
+
+#include "cli.h"
+
+const struct chj_cmd chj_cmds[] = {
+	{ "create", cmd_create,
+	  "NAME METADATA_DEV ORIGIN_DEV [--region-size SIZE] [--force]",
+	  "create tracked device /dev/mapper/NAME over ORIGIN_DEV",
+	  "Create /dev/mapper/NAME, a dm-chj device over ORIGIN_DEV that records\n"
+	  "changed regions on METADATA_DEV.  Use /dev/mapper/NAME from then on:\n"
+	  "writes to ORIGIN_DEV directly are not tracked.\n"
+	  "\n"
+	  "A METADATA_DEV without chj metadata is formatted first.  One that holds\n"
+	  "chj metadata keeps it, with its region size and history.  One that holds\n"
+	  "a file system or another signature is refused unless --force.\n"
+	  "If NAME already exists with the same table, nothing is done and the\n"
+	  "exit status is 0, so boot scripts can run it again; a NAME with another\n"
+	  "table is an error.\n"
+	  "\n"
+	  "  --region-size SIZE  granularity of tracking, a power of two from 4 KiB\n"
+	  "                      to 1 GiB; default 4 KiB, raised for origins over\n"
+	  "                      2 TiB so the kernel bitmap stays within 64 MiB\n"
+	  "  --force             overwrite a METADATA_DEV that carries a signature\n",
+	  EXIT_USAGE },
+	{ "remove", cmd_remove, "NAME",
+	  "remove tracked device NAME (its metadata is kept)",
+	  "Remove /dev/mapper/NAME.  The metadata device keeps every mark: a later\n"
+	  "chj create with the same devices carries on where it stopped.\n",
+	  EXIT_USAGE },
+	{ "status", cmd_status, "[--json] [NAME...]",
+	  "show epochs, marks and journal use of tracked devices",
+	  "Show each chj device (all of them without NAME): region size, current\n"
+	  "and oldest retained epoch, regions marked in the current epoch, journal\n"
+	  "use and mode (ok, or fail after a metadata write error).  Warns when an\n"
+	  "origin is mounted directly, bypassing the tracker.\n"
+	  "\n"
+	  "  --json   JSON output: {\"chj\": [{...}, ...]}\n",
+	  EXIT_USAGE },
+	{ "checkpoint", cmd_checkpoint, "NAME",
+	  "end the current epoch and print the new epoch number",
+	  "End the current epoch of NAME and start the next one; print its number.\n"
+	  "Backups take \"changes --since\" the epoch that a checkpoint printed\n"
+	  "before the previous backup: checkpoint first, then back up.\n",
+	  EXIT_USAGE },
+	{ "changes", cmd_changes,
+	  "--since EPOCH (NAME | --metadata METADATA_DEV) [--bytes | --json]",
+	  "print the ranges changed since an epoch",
+	  "Print every range of the origin that may have changed since EPOCH began\n"
+	  "(EPOCH itself included), one \"START LENGTH\" line per range, in 512-byte\n"
+	  "sectors, sorted and merged.  Nothing is printed unless the whole list is\n"
+	  "known.  Ranges may include regions that did not change (false positives)\n"
+	  "but never miss one that did.\n"
+	  "\n"
+	  "  --since EPOCH           first epoch to include\n"
+	  "  --metadata METADATA_DEV read an inactive metadata device or image file\n"
+	  "                          instead of a live device NAME\n"
+	  "  --bytes                 START and LENGTH in bytes\n"
+	  "  --json                  {\"since\": E, ..., \"ranges\": [{\"start\": S,\n"
+	  "                          \"length\": L}, ...]} (sectors, or bytes with\n"
+	  "                          --bytes)\n"
+	  "\n"
+	  "Exit status 3: EPOCH is older than the oldest retained epoch (history was\n"
+	  "dropped to make room): a full backup is needed.\n",
+	  EXIT_USAGE },
+	{ "metadata-size", cmd_metadata_size,
+	  "--origin-size SIZE [--region-size SIZE] [--epochs N] [--changed PERCENT] [-n]",
+	  "compute the metadata device size for an origin",
+	  "Print the metadata device size needed for an origin: two superblock\n"
+	  "blocks, the bitmap (one bit per region) and a journal that keeps N\n"
+	  "closed epochs, each changing PERCENT of the regions in the worst layout\n"
+	  "(no two changed regions adjacent).  A journal that fills up drops the\n"
+	  "oldest epochs; it never loses track of the current one.\n"
+	  "\n"
+	  "  --origin-size SIZE   size of the origin device\n"
+	  "  --region-size SIZE   as for create (default 4 KiB, raised for large\n"
+	  "                       origins)\n"
+	  "  --epochs N           closed epochs to keep (default 8)\n"
+	  "  --changed PERCENT    share of regions changed per epoch (default 1)\n"
+	  "  -n, --numeric        print only the size in bytes\n",
+	  EXIT_USAGE },
+	{ "format", cmd_format,
+	  "METADATA_DEV --origin-size SIZE [--region-size SIZE] [--force]",
+	  "format a metadata device or image (optional)",
+	  "Write empty chj metadata for an origin of SIZE: epoch 1, no history, the\n"
+	  "journal taking the rest of the device.  chj create formats a blank device\n"
+	  "by itself; this is for preparing images and for starting over.  A device\n"
+	  "with chj metadata or another signature is refused unless --force:\n"
+	  "reformatting drops all history.\n"
+	  "\n"
+	  "  --origin-size SIZE   size of the origin the metadata will track\n"
+	  "  --region-size SIZE   as for create\n"
+	  "  --force              overwrite existing metadata or signatures\n",
+	  EXIT_USAGE },
+	{ "dump", cmd_dump, "METADATA_DEV [--json]",
+	  "show the superblock and per-epoch history of a metadata device",
+	  "Print the superblock in force, the state of both copies, the journal\n"
+	  "records (blocks, extents and regions per closed epoch) and the regions\n"
+	  "marked in the current epoch.\n"
+	  "\n"
+	  "  --json   JSON output\n",
+	  EXIT_USAGE },
+	{ "check", cmd_check, "METADATA_DEV [--repair]",
+	  "verify a metadata device; --repair makes damage safe",
+	  "Verify every checksum, field, journal record and bitmap block.  The\n"
+	  "metadata must not be in use for --repair.\n"
+	  "\n"
+	  "  --repair   make damaged metadata safe, never by dropping a mark: damaged\n"
+	  "             bitmap blocks become all changed; unreadable history is\n"
+	  "             dropped and the oldest retained epoch raised past it, so\n"
+	  "             older epochs get \"full backup needed\"\n"
+	  "\n"
+	  "Exit status as fsck: 0 no errors, 1 errors corrected, 4 errors left\n"
+	  "uncorrected, 8 operational error, 16 usage error.\n",
+	  FSCK_USAGE },
+	{ "help", cmd_help, "[COMMAND]", "show help for chj or a command", "", EXIT_USAGE },
+	{ 0 }
+};
+
+const struct chj_cmd *chj_find_cmd(const char *name)
+{
+	for (const struct chj_cmd *c = chj_cmds; c->name; c++)
+		if (!strcmp(c->name, name))
+			return c;
+	return NULL;
+}
+
+static void main_help(FILE *f)
+{
+	fprintf(f, "Usage: chj COMMAND [ARGS]\n\n"
+		"chj tracks which regions of a block device change, epoch by epoch,\n"
+		"so that backups copy only what changed.  No change is ever missed,\n"
+		"even after a crash; some unchanged regions may be reported.\n\n"
+		"Commands:\n");
+	for (const struct chj_cmd *c = chj_cmds; c->name; c++)
+		fprintf(f, "  %-14s %s\n", c->name, c->summary);
+	fprintf(f, "\nRun 'chj COMMAND --help' for a command's options.\n\n"
+		"Sizes: a number of bytes, or with a suffix K, M, G, T or P (powers of\n"
+		"1024, optionally followed by B or iB: 4K = 4KiB = 4KB = 4096).\n\n"
+		"Exit status: 0 success, 1 error, 2 usage error, 3 epoch no longer\n"
+		"retained (a full backup is needed); chj check uses fsck's codes.\n");
+}
+
+void cli_help(const struct chj_cmd *c)
+{
+	printf("Usage: chj %s %s\n\n%s", c->name, c->synopsis, c->summary);
+	printf(".\n%s%s", c->help[0] ? "\n" : "", c->help);
+}
+
+int cli_usage(const struct chj_cmd *c, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "chj: %s: ", c->name);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\nUsage: chj %s %s\nTry 'chj %s --help'.\n",
+		c->name, c->synopsis, c->name);
+	return c->usage_exit;
+}
+
+int cli_fail(const struct chj_error *e)
+{
+	fprintf(stderr, "chj: %s\n", e->msg);
+	return e->rc == CHJ_ERR_NOT_RETAINED ? EXIT_NOT_RETAINED : EXIT_ERROR;
+}
+
+int cli_getopt(const struct chj_cmd *c, int argc, char **argv,
+	       const char *shortopts, const struct option *longopts)
+{
+	int o = getopt_long(argc, argv, shortopts, longopts, NULL);
+
+	if (o == 'h')
+		cli_help(c);
+	else if (o == '?')
+		cli_usage(c, "unknown option or missing argument: '%s'",
+			  argv[optind - 1]);
+	return o;
+}
+
+int cli_finish(int code)
+{
+	if (fflush(stdout) || ferror(stdout)) {
+		fprintf(stderr, "chj: standard output: %s\n",
+			strerror(errno ? errno : EIO));
+		return code ? code : EXIT_ERROR;
+	}
+	return code;
+}
+
+int cli_region_size(const struct chj_cmd *c, const char *arg, uint32_t *rs)
+{
+	uint64_t b;
+
+	if (chj_parse_size(arg, &b) || b % 512 ||
+	    !chj_region_sectors_valid(b / 512))
+		return cli_usage(c, "--region-size %s: must be a power of two from 4K to 1G",
+				 arg);
+	*rs = b / 512;
+	return 0;
+}
+
+void json_str(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++) {
+		unsigned char ch = *s;
+
+		if (ch == '"' || ch == '\\')
+			fprintf(f, "\\%c", ch);
+		else if (ch < 0x20)
+			fprintf(f, "\\u%04x", ch);
+		else
+			fputc(ch, f);
+	}
+	fputc('"', f);
+}
+
+int cmd_help(int argc, char **argv)
+{
+	const struct chj_cmd *c;
+
+	if (argc < 2) {
+		main_help(stdout);
+		return cli_finish(EXIT_OK);
+	}
+	c = chj_find_cmd(argv[1]);
+	if (!c) {
+		fprintf(stderr, "chj: help: unknown command '%s'\n", argv[1]);
+		return EXIT_USAGE;
+	}
+	if (c->run == cmd_help)
+		main_help(stdout);
+	else
+		cli_help(c);
+	return cli_finish(EXIT_OK);
+}
+
+int chj_main(int argc, char **argv)
+{
+	const struct chj_cmd *c;
+
+	if (argc < 2) {
+		main_help(stderr);
+		return EXIT_USAGE;
+	}
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))
+		return cmd_help(1, argv);
+	if (!strcmp(argv[1], "--version")) {
+		printf("chj 0.1 (metadata format version %u)\n", CHJ_VERSION);
+		return cli_finish(EXIT_OK);
+	}
+	c = chj_find_cmd(argv[1]);
+	if (!c) {
+		fprintf(stderr, "chj: unknown command '%s'\nTry 'chj help'.\n", argv[1]);
+		return EXIT_USAGE;
+	}
+	/* getopt state is global: reset it for every (test) invocation. */
+	optind = 0;
+	opterr = 0;
+	return c->run(argc - 1, argv + 1);
+}

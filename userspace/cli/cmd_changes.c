@@ -1,0 +1,107 @@
+// SPDX-License-Identifier: GPL-2.0 OR MIT
+/* chj changes: the changed ranges since an epoch, computed whole, then printed. */
+#include <string.h>
+
+#include "cli.h"
+
+struct opts {
+	uint64_t since;
+	int have_since, bytes, json;
+	const char *metadata, *name;
+};
+
+static int parse(const struct chj_cmd *c, int argc, char **argv, struct opts *o)
+{
+	static const struct option lo[] = {
+		{ "since", required_argument, NULL, 's' },
+		{ "metadata", required_argument, NULL, 'm' },
+		{ "bytes", no_argument, NULL, 'b' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 }
+	};
+	int opt;
+
+	while ((opt = cli_getopt(c, argc, argv, "h", lo)) != -1) {
+		switch (opt) {
+		case 's':
+			if (chj_parse_u64(optarg, &o->since))
+				return cli_usage(c, "--since %s: not an epoch number", optarg);
+			o->have_since = 1;
+			break;
+		case 'm': o->metadata = optarg; break;
+		case 'b': o->bytes = 1; break;
+		case 'j': o->json = 1; break;
+		case 'h': return -1;
+		default: return c->usage_exit;
+		}
+	}
+	if (!o->have_since)
+		return cli_usage(c, "--since EPOCH is required");
+	if (o->metadata && optind != argc)
+		return cli_usage(c, "give NAME or --metadata, not both");
+	if (!o->metadata && optind != argc - 1)
+		return cli_usage(c, optind == argc ? "NAME or --metadata is required" :
+				 "too many arguments");
+	o->name = o->metadata ? NULL : argv[optind];
+	return 0;
+}
+
+static void print(const struct chj_changes *ch, const struct opts *o)
+{
+	const struct chj_changes_info *in = chj_changes_info(ch);
+	unsigned shift = o->bytes ? CHJ_SECTOR_SHIFT : 0;
+	uint64_t cur = 0;
+	struct chj_range r;
+	int first = 1;
+
+	if (o->json)
+		printf("{\"since\": %llu, \"current_epoch\": %llu, \"oldest_epoch\": %llu, "
+		       "\"unit\": \"%s\", \"region_size\": %llu, \"ranges\": [",
+		       (unsigned long long)in->since,
+		       (unsigned long long)in->sb.current_epoch,
+		       (unsigned long long)in->sb.oldest_epoch,
+		       o->bytes ? "bytes" : "sectors",
+		       (unsigned long long)in->sb.region_sectors << CHJ_SECTOR_SHIFT);
+	while (chj_changes_next(ch, &cur, &r)) {
+		unsigned long long s = r.start << shift, l = r.len << shift;
+
+		if (o->json)
+			printf("%s\n  {\"start\": %llu, \"length\": %llu}", first ? "" : ",", s, l);
+		else
+			printf("%llu %llu\n", s, l);
+		first = 0;
+	}
+	if (o->json)
+		printf("%s]}\n", first ? "" : "\n");
+}
+
+int cmd_changes(int argc, char **argv)
+{
+	const struct chj_cmd *c = chj_find_cmd("changes");
+	struct opts o = { 0 };
+	struct chj_error e = { 0 };
+	struct chj_meta *m = NULL;
+	struct chj_changes *ch = NULL;
+	int rc = parse(c, argc, argv, &o);
+
+	if (rc)
+		return rc < 0 ? cli_finish(EXIT_OK) : rc;
+	if (o.metadata)
+		rc = chj_meta_open(&m, o.metadata, 0, &e);
+	else
+		rc = chj_meta_open_live(&m, o.name, &e);
+	/* The whole answer is computed before the first line is printed. */
+	if (!rc)
+		rc = chj_changes_since(m, o.since, &ch, &e);
+	chj_meta_close(m);
+	if (rc)
+		return cli_fail(&e);
+	if (chj_changes_info(ch)->damaged_bitmap_blocks)
+		fprintf(stderr, "chj: warning: %s: %llu damaged bitmap blocks: their regions are reported as changed (run chj check)\n",
+			o.metadata ? o.metadata : o.name,
+			(unsigned long long)chj_changes_info(ch)->damaged_bitmap_blocks);
+	print(ch, &o);
+	chj_changes_free(ch);
+	return cli_finish(EXIT_OK);
+}

@@ -1,0 +1,134 @@
+// SPDX-License-Identifier: GPL-2.0 OR MIT
+/* chj dump: superblocks, journal records per epoch, current marks. */
+#include <string.h>
+
+#include "cli.h"
+
+static const char *copy_state(const struct chj_sb_copies *cp, unsigned i)
+{
+	return cp->state[i] == CHJ_SB_VALID ? "valid" : cp->why[i];
+}
+
+static void human(const struct chj_dump *d, const char *path)
+{
+	const struct chj_sb *sb = &d->sb;
+	char uuid[37], h1[32], h2[32];
+
+	chj_uuid_str(sb->uuid, uuid);
+	printf("%s: chj metadata version %u\n", path, CHJ_VERSION);
+	for (unsigned i = 0; i < CHJ_SB_COPIES; i++)
+		printf("  superblock copy %u: %s%s\n", i, copy_state(&d->copies, i),
+		       (int)i == d->copies.best ? " (in force)" : "");
+	printf("  seq               %llu\n", (unsigned long long)sb->seq);
+	printf("  uuid              %s\n", uuid);
+	printf("  flags             %s\n", sb->flags & CHJ_SB_F_ALL_CHANGED ? "all-changed" : "none");
+	printf("  region size       %s (%u sectors)\n",
+	       chj_human_size((uint64_t)sb->region_sectors << 9, h1, sizeof(h1)), sb->region_sectors);
+	printf("  origin            %s (%llu sectors, %llu regions)\n",
+	       chj_human_size(sb->origin_sectors << 9, h2, sizeof(h2)),
+	       (unsigned long long)sb->origin_sectors, (unsigned long long)sb->nr_regions);
+	printf("  metadata blocks   %llu (bitmap %llu+%llu, journal %llu+%llu)\n",
+	       (unsigned long long)sb->metadata_blocks,
+	       (unsigned long long)sb->bitmap_start, (unsigned long long)sb->bitmap_blocks,
+	       (unsigned long long)sb->journal_start, (unsigned long long)sb->journal_blocks);
+	printf("  epochs            current %llu, oldest retained %llu\n",
+	       (unsigned long long)sb->current_epoch, (unsigned long long)sb->oldest_epoch);
+	printf("  journal           head %llu, tail %llu (%llu of %llu blocks used)%s\n",
+	       (unsigned long long)sb->journal_head, (unsigned long long)sb->journal_tail,
+	       (unsigned long long)(sb->journal_tail - sb->journal_head),
+	       (unsigned long long)sb->journal_blocks,
+	       d->journal_ok ? "" : " DAMAGED: run chj check");
+	printf("  format time       %llu\n  epoch start time  %llu\n",
+	       (unsigned long long)sb->format_time, (unsigned long long)sb->epoch_start_time);
+	printf("\n%10s %10s %10s %12s\n", "EPOCH", "BLOCKS", "EXTENTS", "REGIONS");
+	for (size_t i = 0; i < d->nr_epochs; i++)
+		printf("%10llu %10llu %10llu %12llu\n",
+		       (unsigned long long)d->epochs[i].epoch,
+		       (unsigned long long)d->epochs[i].blocks,
+		       (unsigned long long)d->epochs[i].extents,
+		       (unsigned long long)d->epochs[i].regions);
+	printf("%10llu %10s %10s %12llu  (current, bitmap)\n",
+	       (unsigned long long)sb->current_epoch, "-", "-",
+	       (unsigned long long)d->current_marked);
+	if (d->damaged_bitmap_blocks)
+		printf("  %llu damaged bitmap blocks, counted as all changed: run chj check\n",
+		       (unsigned long long)d->damaged_bitmap_blocks);
+}
+
+static void json(const struct chj_dump *d, const char *path)
+{
+	const struct chj_sb *sb = &d->sb;
+	char uuid[37];
+
+	chj_uuid_str(sb->uuid, uuid);
+	printf("{\"path\": ");
+	json_str(stdout, path);
+	printf(", \"version\": %u, \"superblock_copies\": [", CHJ_VERSION);
+	for (unsigned i = 0; i < CHJ_SB_COPIES; i++) {
+		printf("%s", i ? ", " : "");
+		json_str(stdout, copy_state(&d->copies, i));
+	}
+	printf("], \"copy_in_force\": %d, \"seq\": %llu, \"uuid\": \"%s\", \"all_changed\": %s,\n",
+	       d->copies.best, (unsigned long long)sb->seq, uuid,
+	       sb->flags & CHJ_SB_F_ALL_CHANGED ? "true" : "false");
+	printf(" \"region_sectors\": %u, \"origin_sectors\": %llu, \"nr_regions\": %llu,\n",
+	       sb->region_sectors, (unsigned long long)sb->origin_sectors,
+	       (unsigned long long)sb->nr_regions);
+	printf(" \"metadata_blocks\": %llu, \"bitmap_start\": %llu, \"bitmap_blocks\": %llu, "
+	       "\"journal_start\": %llu, \"journal_blocks\": %llu,\n",
+	       (unsigned long long)sb->metadata_blocks, (unsigned long long)sb->bitmap_start,
+	       (unsigned long long)sb->bitmap_blocks, (unsigned long long)sb->journal_start,
+	       (unsigned long long)sb->journal_blocks);
+	printf(" \"current_epoch\": %llu, \"oldest_epoch\": %llu, \"journal_head\": %llu, "
+	       "\"journal_tail\": %llu, \"journal_ok\": %s,\n",
+	       (unsigned long long)sb->current_epoch, (unsigned long long)sb->oldest_epoch,
+	       (unsigned long long)sb->journal_head, (unsigned long long)sb->journal_tail,
+	       d->journal_ok ? "true" : "false");
+	printf(" \"format_time\": %llu, \"epoch_start_time\": %llu, \"current_marked\": %llu, "
+	       "\"damaged_bitmap_blocks\": %llu,\n \"epochs\": [",
+	       (unsigned long long)sb->format_time, (unsigned long long)sb->epoch_start_time,
+	       (unsigned long long)d->current_marked,
+	       (unsigned long long)d->damaged_bitmap_blocks);
+	for (size_t i = 0; i < d->nr_epochs; i++)
+		printf("%s\n  {\"epoch\": %llu, \"blocks\": %llu, \"extents\": %llu, \"regions\": %llu}",
+		       i ? "," : "", (unsigned long long)d->epochs[i].epoch,
+		       (unsigned long long)d->epochs[i].blocks,
+		       (unsigned long long)d->epochs[i].extents,
+		       (unsigned long long)d->epochs[i].regions);
+	printf("%s]}\n", d->nr_epochs ? "\n" : "");
+}
+
+int cmd_dump(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 }
+	};
+	const struct chj_cmd *c = chj_find_cmd("dump");
+	struct chj_error e = { 0 };
+	struct chj_meta *m = NULL;
+	struct chj_dump d;
+	int opt, as_json = 0, rc;
+
+	while ((opt = cli_getopt(c, argc, argv, "h", lo)) != -1) {
+		if (opt == 'j')
+			as_json = 1;
+		else
+			return opt == 'h' ? cli_finish(EXIT_OK) : c->usage_exit;
+	}
+	if (optind != argc - 1)
+		return cli_usage(c, optind == argc ? "METADATA_DEV is required" : "too many arguments");
+	rc = chj_meta_open(&m, argv[optind], 0, &e);
+	if (!rc)
+		rc = chj_dump_collect(m, &d, &e);
+	chj_meta_close(m);
+	if (rc)
+		return cli_fail(&e);
+	if (as_json)
+		json(&d, argv[optind]);
+	else
+		human(&d, argv[optind]);
+	chj_dump_free(&d);
+	return cli_finish(EXIT_OK);
+}
