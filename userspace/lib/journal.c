@@ -165,6 +165,12 @@ static int visit(struct chj_jwalk *w, struct wstate *st, const struct chj_sb *sb
 	return w->block ? w->block(w->ctx, &jb) : 0;
 }
 
+void chj_journal_block_seal(struct chj_journal_block *b)
+{
+	b->magic = chj_cpu32(CHJ_JOURNAL_MAGIC);
+	b->csum = chj_cpu32(chj_block_csum(b, CHJ_BLOCK_SIZE));
+}
+
 int chj_journal_walk(struct chj_meta *m, const struct chj_sb *sb,
 		     struct chj_jwalk *w, struct chj_error *e)
 {

@@ -1,0 +1,72 @@
+// SPDX-License-Identifier: GPL-2.0 OR MIT
+/* Parsing of the target's table and status lines (no kernel needed). */
+#include <string.h>
+#include <sys/sysmacros.h>
+
+#include "suites.h"
+#include "testimg.h"
+
+START_TEST(status_line)
+{
+	struct chj_dm_status s;
+	struct chj_error e = { 0 };
+
+	ck_assert_int_eq(chj_parse_status_params("8 5 2 100/262144 7/2037 ok", &s, &e), 0);
+	ck_assert_uint_eq(s.region_sectors, 8);
+	ck_assert_uint_eq(s.current_epoch, 5);
+	ck_assert_uint_eq(s.oldest_epoch, 2);
+	ck_assert_uint_eq(s.marked, 100);
+	ck_assert_uint_eq(s.nr_regions, 262144);
+	ck_assert_uint_eq(s.journal_used, 7);
+	ck_assert_uint_eq(s.journal_blocks, 2037);
+	ck_assert_int_eq(s.failed, 0);
+	ck_assert_int_eq(chj_parse_status_params("8 5 2 100/262144 7/2037 fail\n", &s, &e), 0);
+	ck_assert_int_eq(s.failed, 1);
+}
+END_TEST
+
+START_TEST(status_line_bad)
+{
+	static const char *bad[] = {
+		"", "8 5 2 100/262144 7/2037", "8 5 2 100 262144 7/2037 ok",
+		"8 5 2 100/262144 7/2037 maybe", "8 5 2 100/262144 7/2037 ok extra",
+		"x 5 2 100/262144 7/2037 ok",
+	};
+	struct chj_dm_status s;
+	struct chj_error e = { 0 };
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		ck_assert_msg(chj_parse_status_params(bad[i], &s, &e) == CHJ_ERR_INVAL,
+			      "'%s' accepted", bad[i]);
+}
+END_TEST
+
+START_TEST(table_line)
+{
+	struct chj_dm_table t = { 0 };
+	struct chj_error e = { 0 };
+
+	ck_assert_int_eq(chj_parse_table_params("254:16 254:0 8", &t, &e), 0);
+	ck_assert_uint_eq(t.metadata, makedev(254, 16));
+	ck_assert_uint_eq(t.origin, makedev(254, 0));
+	ck_assert_uint_eq(t.region_sectors, 8);
+	ck_assert_uint_eq(t.nr_features, 0);
+	ck_assert_int_eq(chj_parse_table_params("7:1 7:2 64 0", &t, &e), 0);
+	ck_assert_uint_eq(t.region_sectors, 64);
+	ck_assert_int_eq(chj_parse_table_params("7:1 7:2 12", &t, &e), CHJ_ERR_INVAL);
+	ck_assert_int_eq(chj_parse_table_params("7:1 8", &t, &e), CHJ_ERR_INVAL);
+	ck_assert_int_eq(chj_parse_table_params("/nonexistent 7:2 8", &t, &e), CHJ_ERR_INVAL);
+}
+END_TEST
+
+Suite *suite_dmparse(void)
+{
+	Suite *s = suite_create("dm-parse");
+	TCase *tc = tcase_create("parse");
+
+	tcase_add_test(tc, status_line);
+	tcase_add_test(tc, status_line_bad);
+	tcase_add_test(tc, table_line);
+	suite_add_tcase(s, tc);
+	return s;
+}
