@@ -11,7 +11,11 @@
 # Sourcing this turns on errexit, nounset and pipefail: any failing command
 # fails the test, with the command and line printed by the ERR trap.
 set -eEuo pipefail
-trap 'echo "FAIL: ${BASH_SOURCE[0]##*/}:$LINENO: \"$BASH_COMMAND\" exited $?" >&2' ERR
+_lib_on_err() { # STATUS LINE FILE
+	# Bash runs the ERR trap even under "set +e": only speak when errexit is on.
+	[[ $- != *e* ]] || echo "FAIL: ${3##*/}:$2: \"$BASH_COMMAND\" exited $1" >&2
+}
+trap '_lib_on_err $? $LINENO "${BASH_SOURCE[0]}"' ERR
 
 # Print a progress line.
 log() { echo "--- $*"; }
