@@ -18,10 +18,10 @@ else
 endif
 export KVER KDIR
 
-.PHONY: all module userspace deps check check-unit check-vm check-sanitize \
+.PHONY: all module userspace tests deps check check-unit check-vm check-sanitize \
 	install clean demo help checkpatch sparse bench
 
-all: module userspace
+all: module userspace tests
 
 help:
 	@echo 'make              build dm-chj.ko and the userspace tools'
@@ -43,6 +43,11 @@ module:
 
 userspace:
 	$(MAKE) -C userspace
+
+# Host-built helpers the VM tests run (the repo is read-only in the guest).
+TEST_TOOL_DIRS := $(dir $(wildcard tests/*/Makefile))
+tests: userspace
+	@for d in $(TEST_TOOL_DIRS); do $(MAKE) -C $$d || exit 1; done
 
 deps:
 	scripts/install-deps
@@ -75,4 +80,5 @@ install: all
 clean:
 	-$(MAKE) -C $(KDIR) M=$(CURDIR)/dm-target clean >/dev/null 2>&1
 	$(MAKE) -C userspace clean
+	@for d in $(TEST_TOOL_DIRS); do $(MAKE) -C $$d clean; done
 	rm -rf build

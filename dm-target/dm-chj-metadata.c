@@ -721,12 +721,20 @@ static int grow(struct chj_metadata *md, u64 origin_sectors, char **error)
 		sb.origin_sectors = cpu_to_le64(origin_sectors);
 		sb.nr_regions = cpu_to_le64(nr);
 	}
-	/* Stage with the new geometry; the old superblock ignores extra bits. */
-	md->nr_regions = nr;
-	md->bitmap_blocks = bb;
-	r = mark_range(md, div_u64(old_origin, rs), nr - 1);
+	/*
+	 * New geometry first, flagged all-changed until the new space is
+	 * marked: a crash in between reads conservatively, and no bit is ever
+	 * set past the nr_regions of the superblock in force.
+	 */
+	sb.flags |= cpu_to_le32(CHJ_SB_F_ALL_CHANGED);
+	r = sb_commit(md, &sb);
 	if (!r)
+		r = mark_range(md, div_u64(old_origin, rs), nr - 1);
+	if (!r) {
+		sb = md->sb;
+		sb.flags &= ~cpu_to_le32(CHJ_SB_F_ALL_CHANGED);
 		r = sb_commit(md, &sb);
+	}
 	if (!r)
 		return 0;
 fail:
