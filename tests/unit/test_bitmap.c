@@ -71,10 +71,13 @@ START_TEST(stale_stamp_reads_empty)
 }
 END_TEST
 
-START_TEST(zero_block_reads_empty)
+START_TEST(zero_block_reads_all_ones)
 {
+	struct chj_changes_info in;
+
 	memset(timg_block(&T, T.sb.bitmap_start + 2), 0, CHJ_BLOCK_SIZE);
-	ck_assert_uint_eq(count_since(1, NULL), 0);
+	ck_assert_uint_eq(count_since(1, &in), CHJ_REGIONS_PER_BLOCK);
+	ck_assert_uint_eq(in.damaged_bitmap_blocks, 1);
 }
 END_TEST
 
@@ -143,7 +146,7 @@ Suite *suite_bitmap(void)
 	tcase_add_test(tc, bit_layout_little_endian);
 	tcase_add_test(tc, format_stamps_epoch_zero);
 	tcase_add_test(tc, stale_stamp_reads_empty);
-	tcase_add_test(tc, zero_block_reads_empty);
+	tcase_add_test(tc, zero_block_reads_all_ones);
 	tcase_add_test(tc, damaged_block_reads_all_ones);
 	tcase_add_test(tc, newer_stamp_offline_is_damage);
 	tcase_add_test(tc, all_changed_flag);

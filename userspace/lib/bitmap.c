@@ -3,10 +3,10 @@
  * The bitmap area: one bit per region for the current epoch.  A block's bits
  * count only if it is stamped with the current epoch; an older stamp means
  * "nothing marked yet in this epoch" (ending an epoch rewrites no bitmap).
- * A block that is all zeros was never written since format: empty too (a
- * torn first write always leaves some non-zero sector, which then fails the
- * checksum).  A damaged block reads as all ones: false positives are
- * allowed, missed changes are not.
+ * Both formats (chj format and the target's) stamp every block, so a block
+ * failing its magic or checksum -- an all-zero one included -- is damaged
+ * and reads as all ones, as the target's own loader does: false positives
+ * are allowed, missed changes are not.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -18,20 +18,11 @@
 
 static_assert(CHJ_REGIONS_PER_BLOCK % 64 == 0, "bitmap blocks hold whole words");
 
-static int block_all_zero(const struct chj_bitmap_block *b)
-{
-	static const uint8_t zero[CHJ_BLOCK_SIZE];
-
-	return !memcmp(b, zero, sizeof(zero));
-}
-
 enum chj_bm_state chj_bitmap_block_state(const struct chj_bitmap_block *b,
 					 uint64_t current_epoch)
 {
 	uint64_t epoch;
 
-	if (block_all_zero(b))
-		return CHJ_BM_ZERO;
 	if (chj_le32(b->magic) != CHJ_BITMAP_MAGIC ||
 	    chj_le32(b->csum) != chj_block_csum(b, CHJ_BLOCK_SIZE))
 		return CHJ_BM_DAMAGED;

@@ -79,7 +79,6 @@ int chj_journal_walk(struct chj_meta *m, const struct chj_sb *sb,
 enum chj_bm_state {
 	CHJ_BM_CURRENT,		/* stamped with the current epoch */
 	CHJ_BM_STALE,		/* older stamp: empty for this epoch */
-	CHJ_BM_ZERO,		/* never written: empty */
 	CHJ_BM_NEWER,		/* newer stamp than the superblock's epoch */
 	CHJ_BM_DAMAGED,		/* bad magic or checksum */
 };
