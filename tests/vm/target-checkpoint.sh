@@ -20,7 +20,8 @@ head -c 64M /dev/urandom | dd of="$dev" bs=1M oflag=direct status=none
 
 run_fio() {	# SECONDS SEED
 	fio --name=rw --filename="$dev" --rw=randwrite --bs=4k --direct=1 \
-		--ioengine=libaio --iodepth=8 --numjobs=2 --time_based --runtime="$1" \
+		--ioengine=libaio --iodepth=8 --numjobs=2 --rate_iops=60 \
+		--time_based --runtime="$1" \
 		--randseed="$2" --eta=never --output=/dev/null &
 	fio_pid=$!
 }
