@@ -1,0 +1,46 @@
+#!/bin/bash
+# A 1 TiB origin (dm-zero) at 4 KiB regions loads and tracks inside the
+# 3 GiB guest; reports the kernel memory it costs.
+# vm-timeout: 400
+# shellcheck source=tests/vm/lib.sh disable=SC1091
+. "$CHJ_ROOT/tests/vm/lib.sh"
+# shellcheck source=tests/vm/_chj.sh disable=SC1091
+. "$CHJ_ROOT/tests/vm/_chj.sh"
+CHJ=$CHJ_ROOT/userspace/chj
+
+TIB=$((1 << 31))	# sectors
+NR=$((TIB / 8))
+brd_setup 1 $((40 << 10))	# 40 MiB: 32.1 MiB of bitmap plus journal
+dmsetup create z --table "0 $TIB zero"
+free_before=$(awk '/MemAvailable/ {print $2}' /proc/meminfo)
+dev=$(dm_create big "0 $TIB chj /dev/ram0 $(dm_node z) 8")
+free_after=$(awk '/MemAvailable/ {print $2}' /proc/meminfo)
+log "kernel memory for 1 TiB at 4 KiB regions: $(((free_before - free_after) >> 10)) MiB (incl. brd pages written)"
+assert_eq "$NR 0" "$(st big nr) $(st big marked)" "fresh 1 TiB"
+
+log "writes across the whole device are marked"
+for gib in 0 1 511 1023; do
+	wr "$dev" $((gib << 20)) 4
+done
+wr "$dev" $(((1 << 30) - 4)) 4	# last region
+assert_eq 5 "$(st big marked)" "five marks"
+$CHJ changes --since 1 big >/tmp/ch
+assert_eq 5 "$(wc -l </tmp/ch)" "five ranges"
+assert_eq "$((TIB - 8)) 8" "$(tail -n 1 /tmp/ch)" "last region range"
+
+log "checkpoint, remove and re-create"
+assert_eq 2 "$(dmsetup message big 0 checkpoint)" "checkpoint"
+dmsetup remove big
+dev=$(dm_create big "0 $TIB chj /dev/ram0 /dev/mapper/z 8")
+assert_eq "2 0" "$(st big cur) $(st big marked)" "reloaded"
+$CHJ changes --since 1 big >/tmp/ch
+assert_eq 5 "$(wc -l </tmp/ch)" "epoch 1 from the journal"
+
+log "mark_all on 1 TiB"
+dmsetup message big 0 mark_all
+assert_eq "$NR" "$(st big marked)" "all marked"
+assert_eq 3 "$(dmsetup message big 0 checkpoint)" "checkpoint of a full epoch"
+$CHJ changes --since 2 big >/tmp/ch
+assert_eq "0 $TIB" "$(cat /tmp/ch)" "everything since 2"
+dmsetup remove big z
+log "ok"
