@@ -1,0 +1,143 @@
+#!/bin/bash
+# chj command against the real target: create (idempotent, signature
+# refusal), status (table and --json), checkpoint, changes (live, offline on
+# the metadata device, agreeing), remove/create persistence, dump, check,
+# exit 3 for an epoch no longer retained, and changes after a guest crash.
+# vm-disks: 64M 256M 64M
+# vm-timeout: 240
+# shellcheck source=tests/vm/lib.sh disable=SC1091
+. "$CHJ_ROOT/tests/vm/lib.sh"
+# shellcheck source=tests/vm/_chj.sh disable=SC1091
+. "$CHJ_ROOT/tests/vm/_chj.sh"
+
+CHJ=$CHJ_ROOT/userspace/chj
+META=/dev/vda ORIGIN=/dev/vdb SPARE=/dev/vdc
+[ -x "$CHJ" ] || fail "$CHJ not built (make userspace)"
+
+# expect_exit CODE CMD...: run CMD, require exit status CODE.
+expect_exit() {
+	local want=$1 rc=0
+	shift
+	"$@" >"$CHJ_OUT/last.out" 2>"$CHJ_OUT/last.err" || rc=$?
+	[ "$rc" = "$want" ] || { cat "$CHJ_OUT/last.err"; fail "$* exited $rc, expected $want"; }
+}
+
+boot1() {
+	log "create refuses a metadata device holding a file system"
+	mkfs.ext4 -q "$SPARE"
+	expect_exit 1 "$CHJ" create s "$SPARE" "$ORIGIN"
+	grep -q "ext4" "$CHJ_OUT/last.err" || fail "refusal does not name ext4"
+	[ ! -e /dev/mapper/s ] || fail "refused device exists"
+
+	log "create makes /dev/mapper/t without udev"
+	"$CHJ" create t "$META" "$ORIGIN"
+	[ -b /dev/mapper/t ] || fail "/dev/mapper/t missing"
+	assert_eq "1 1 ok" "$(st t cur) $(st t old) $(st t mode)" "fresh status"
+
+	log "create again with the same table: quiet success; another table: error"
+	out=$("$CHJ" create t "$META" "$ORIGIN" 2>&1)
+	assert_eq "" "$out" "second create output"
+	expect_exit 1 "$CHJ" create t "$META" "$ORIGIN" --region-size 64K
+	grep -q "different table" "$CHJ_OUT/last.err" || fail "no 'different table' message"
+
+	log "status table and --json"
+	"$CHJ" status | tee "$CHJ_OUT/status.txt"
+	grep -q '^t ' "$CHJ_OUT/status.txt" || fail "status lacks t"
+	"$CHJ" status --json t | python3 -c '
+import json, sys
+d = json.load(sys.stdin)["chj"][0]
+assert d["name"] == "t", d
+assert d["epoch"] == 1 and d["oldest"] == 1 and d["mode"] == "ok", d
+assert d["region-size"] == 4096, d
+'
+
+	log "writes show up in chj changes"
+	dev=/dev/mapper/t
+	wr "$dev" 0 4
+	wr "$dev" 1024 64
+	assert_eq "0 8
+2048 128" "$("$CHJ" changes --since 1 t)" "changes since 1"
+	assert_eq 2 "$("$CHJ" checkpoint t)" "checkpoint prints the new epoch"
+	wr "$dev" 4096 4
+	assert_eq "8192 8" "$("$CHJ" changes --since 2 t)" "changes since 2"
+	assert_eq "0 8
+2048 128
+8192 8" "$("$CHJ" changes --since 1 t)" "changes since 1 after checkpoint"
+	assert_eq "4194304 4096" "$("$CHJ" changes --since 2 --bytes t)" "--bytes"
+	"$CHJ" changes --since 1 --json t | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+assert d["since"] == 1 and d["current_epoch"] == 2, d
+assert d["ranges"][2] == {"start": 8192, "length": 8}, d
+'
+	expect_exit 1 "$CHJ" changes --since 3 t
+	expect_exit 0 "$CHJ" changes --since 2 t
+
+	log "offline read of the live metadata device agrees (O_DIRECT)"
+	assert_eq "$("$CHJ" changes --since 1 t)" \
+		"$("$CHJ" changes --since 1 --metadata "$META")" "live vs offline"
+
+	log "remove, then the inactive metadata answers the same"
+	"$CHJ" changes --since 1 t >"$CHJ_OUT/before-remove.txt"
+	"$CHJ" remove t
+	[ ! -e /dev/mapper/t ] || fail "/dev/mapper/t still there"
+	expect_exit 1 "$CHJ" checkpoint t
+	assert_eq "$(cat "$CHJ_OUT/before-remove.txt")" \
+		"$("$CHJ" changes --since 1 --metadata "$META")" "offline after remove"
+	"$CHJ" dump "$META"
+	"$CHJ" dump --json "$META" | python3 -c 'import json, sys; assert json.load(sys.stdin)["current_epoch"] == 2'
+	expect_exit 0 "$CHJ" check "$META"
+
+	log "create again: marks and epochs persist"
+	"$CHJ" create t "$META" "$ORIGIN"
+	assert_eq "$(cat "$CHJ_OUT/before-remove.txt")" "$("$CHJ" changes --since 1 t)" "after re-create"
+	assert_eq 2 "$(st t cur)" "epoch after re-create"
+
+	log "a full journal drops old epochs: exit 3, full backup needed"
+	# A 16-block metadata slice (13 journal blocks) on the ext4-formatted
+	# spare needs --force; each epoch below records one journal block.
+	dm_create smeta "0 128 linear $SPARE 0" >/dev/null
+	dm_create sorig "0 65536 linear $SPARE 2048" >/dev/null
+	expect_exit 1 "$CHJ" create s /dev/mapper/smeta /dev/mapper/sorig
+	"$CHJ" create s /dev/mapper/smeta /dev/mapper/sorig --force
+	assert_eq 13 "$(st s jblocks)" "small journal"
+	for _ in $(seq 15); do
+		wr /dev/mapper/s 40 4
+		"$CHJ" checkpoint s >/dev/null
+	done
+	expect_exit 3 "$CHJ" changes --since 1 s
+	grep -q "full backup" "$CHJ_OUT/last.err" || fail "exit 3 without 'full backup'"
+	[ ! -s "$CHJ_OUT/last.out" ] || fail "exit 3 printed ranges"
+	old=$(st s old)
+	[ "$old" -gt 1 ] || fail "oldest epoch did not advance"
+	assert_eq "80 8" "$("$CHJ" changes --since "$old" s)" "oldest retained epoch answers"
+	"$CHJ" remove s
+	dmsetup remove smeta sorig
+
+	log "crash right after writes: the marks must survive"
+	cur=$(st t cur)
+	wr /dev/mapper/t 8192 8
+	echo "$cur" >"$CHJ_OUT/crash-epoch"
+	"$CHJ" changes --since "$cur" t >"$CHJ_OUT/before-crash.txt"
+	vm_crash
+}
+
+boot2() {
+	local cur
+	cur=$(cat "$CHJ_OUT/crash-epoch")
+	log "after the crash, offline changes cover what was written"
+	"$CHJ" changes --since "$cur" --metadata "$META" >"$CHJ_OUT/after-crash.txt"
+	grep -qx "16384 16" "$CHJ_OUT/after-crash.txt" || {
+		cat "$CHJ_OUT/after-crash.txt"
+		fail "write at 8 MiB missing after the crash"
+	}
+	"$CHJ" create t "$META" "$ORIGIN"
+	assert_eq "$(cat "$CHJ_OUT/after-crash.txt")" "$("$CHJ" changes --since "$cur" t)" "live after crash"
+	"$CHJ" remove t
+	log "ok"
+}
+
+case $CHJ_BOOT in
+1) boot1 ;;
+2) boot2 ;;
+esac
