@@ -114,6 +114,17 @@ assert d["ranges"][2] == {"start": 8192, "length": 8}, d
 	"$CHJ" remove s
 	dmsetup remove smeta sorig
 
+	log "a table the kernel refuses: chj says the kernel's reason"
+	# 11 blocks fit a 32 MiB origin (1 bitmap block) but not 256 MiB (3).
+	dm_create tiny "0 88 linear $SPARE 0" >/dev/null
+	"$CHJ" format /dev/mapper/tiny --origin-size 32M --force
+	expect_exit 1 "$CHJ" create g /dev/mapper/tiny "$ORIGIN"
+	cat "$CHJ_OUT/last.err"
+	grep -q "^chj: g: the kernel refused the table: ." "$CHJ_OUT/last.err" ||
+		fail "no kernel reason in the error"
+	[ ! -e /dev/mapper/g ] || fail "refused device left behind"
+	dmsetup remove tiny
+
 	log "crash right after writes: the marks must survive"
 	cur=$(st t cur)
 	wr /dev/mapper/t 8192 8

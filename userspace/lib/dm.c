@@ -6,6 +6,7 @@
  * when a cookie is waited for.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <libdevmapper.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -51,6 +52,62 @@ static int dm_fail(struct chj_error *e, const char *name, const char *what)
 {
 	return chj_err(e, CHJ_ERR_DM, "%s: %s failed%s%s", name, what,
 		       dm_last[0] ? ": " : "", dm_last);
+}
+
+/* /dev/kmsg positioned after the last record, or -1: opened before a task. */
+static int kmsg_open_end(void)
+{
+	int fd = open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+
+	if (fd >= 0)
+		lseek(fd, 0, SEEK_END);
+	return fd;
+}
+
+/*
+ * The reason the kernel gave for refusing a table (its ti->error): the
+ * newest "device-mapper: table: ...: chj: ..." record logged since fd was
+ * opened; empty when there is none or the log cannot be read.
+ */
+static void kernel_reason(int fd, char *buf, size_t len)
+{
+	static const char tab[] = "device-mapper: table:", tgt[] = "device-mapper: " CHJ_TARGET_NAME ": ";
+	char rec[1024], detail[256] = "";
+	ssize_t n;
+
+	buf[0] = 0;
+	if (fd < 0)
+		return;
+	while ((n = read(fd, rec, sizeof(rec) - 1)) > 0 || (n < 0 && errno == EPIPE)) {
+		char *msg, *p;
+
+		if (n <= 0)
+			continue;	/* EPIPE: records overwritten, go on */
+		rec[n] = 0;
+		msg = strchr(rec, ';');
+		if (!msg)
+			continue;
+		msg[strcspn(msg, "\n")] = 0;
+		/* The target's own detail line, e.g. the size it needs. */
+		if ((p = strstr(msg, tgt)))
+			snprintf(detail, sizeof(detail), "%s", p + strlen(tgt));
+		if (!strstr(msg, tab) || !(p = strstr(msg, ": " CHJ_TARGET_NAME ": ")))
+			continue;
+		p += strlen(": " CHJ_TARGET_NAME ": ");
+		snprintf(buf, len, "%s%s%s", p, detail[0] ? "; " : "", detail);
+	}
+}
+
+/* A create or reload failed: say what the kernel said, if it said it. */
+static int table_fail(struct chj_error *e, const char *name, const char *what,
+		      int kfd)
+{
+	char why[256];
+
+	kernel_reason(kfd, why, sizeof(why));
+	if (!why[0])
+		return dm_fail(e, name, what);
+	return chj_err(e, CHJ_ERR_DM, "%s: the kernel refused the table: %s", name, why);
 }
 
 static struct dm_task *new_task(int type, const char *name)
@@ -281,7 +338,7 @@ int chj_dm_create(const char *name, const struct chj_dm_table *t,
 	struct chj_dm_table cur;
 	struct dm_task *dmt;
 	char params[128];
-	int r = dm_exists(name, e), rc = CHJ_OK;
+	int r = dm_exists(name, e), rc = CHJ_OK, kfd;
 
 	*existed = 0;
 	if (r < 0)
@@ -299,19 +356,23 @@ int chj_dm_create(const char *name, const struct chj_dm_table *t,
 		return CHJ_OK;
 	}
 	table_params(t, params, sizeof(params));
+	kfd = kmsg_open_end();
 	dmt = new_task(DM_DEVICE_CREATE, name);
 	/* CREATE with a table: libdevmapper creates, loads and resumes. */
 	if (!dmt || !dm_task_add_target(dmt, t->start, t->len, CHJ_TARGET_NAME, params) ||
 	    !dm_task_set_add_node(dmt, DM_ADD_NODE_ON_CREATE) || !run_with_nodes(dmt))
-		rc = dm_fail(e, name, "creating the device (the kernel log says why)");
+		rc = table_fail(e, name, "creating the device", kfd);
 	if (dmt)
 		dm_task_destroy(dmt);
+	if (kfd >= 0)
+		close(kfd);
 	return rc;
 }
 
 int chj_dm_reload(const char *name, const struct chj_dm_table *t,
 		  struct chj_error *e)
 {
+	int kfd = kmsg_open_end();
 	struct dm_task *dmt = new_task(DM_DEVICE_RELOAD, name);
 	char params[128];
 	int rc = CHJ_OK;
@@ -319,7 +380,9 @@ int chj_dm_reload(const char *name, const struct chj_dm_table *t,
 	table_params(t, params, sizeof(params));
 	if (!dmt || !dm_task_add_target(dmt, t->start, t->len, CHJ_TARGET_NAME, params) ||
 	    !dm_task_run(dmt))
-		rc = dm_fail(e, name, "loading the new table (the kernel log says why)");
+		rc = table_fail(e, name, "loading the new table", kfd);
+	if (kfd >= 0)
+		close(kfd);
 	if (dmt)
 		dm_task_destroy(dmt);
 	if (rc)
