@@ -51,6 +51,11 @@ struct chj_metadata {
 	struct page *pages[CHJ_BATCH];
 	u64 blk[CHJ_BATCH];
 	unsigned int nr_staged;
+
+	/* Blocks written since load (read by status while being written). */
+	u64 bitmap_writes;
+	u64 journal_writes;
+	u64 sb_writes;
 };
 
 static u32 chj_csum(const void *p, size_t len)
@@ -215,6 +220,7 @@ static int sb_commit(struct chj_metadata *md, struct chj_superblock *sb)
 	sb->csum = cpu_to_le32(chj_csum(sb, CHJ_SB_BYTES));
 	memset(p, 0, CHJ_BLOCK_SIZE);
 	memcpy(p, sb, CHJ_SB_BYTES);
+	WRITE_ONCE(md->sb_writes, md->sb_writes + 1);
 	r = chj_io(md, REQ_OP_WRITE | REQ_SYNC | REQ_PREFLUSH | REQ_FUA,
 		   &slot, &md->sb_page, 1);
 	if (r) {
@@ -344,6 +350,7 @@ static int write_bitmap_bufs(struct chj_metadata *md, unsigned int n)
 		b->csum = cpu_to_le32(chj_csum(b, CHJ_BLOCK_SIZE));
 		where[i] = le64_to_cpu(md->sb.bitmap_start) + md->blk[i];
 	}
+	WRITE_ONCE(md->bitmap_writes, md->bitmap_writes + n);
 	return chj_io(md, REQ_OP_WRITE | REQ_SYNC | REQ_FUA, where, md->pages, n);
 }
 
@@ -543,6 +550,7 @@ static int journal_write(struct chj_metadata *md, u64 nr_ext)
 		j->csum = cpu_to_le32(chj_csum(j, CHJ_BLOCK_SIZE));
 		where[n++] = chj_journal_block_nr(&md->sb, tail++);
 		if (n == CHJ_BATCH || done == nr_ext) {
+			WRITE_ONCE(md->journal_writes, md->journal_writes + n);
 			err = chj_io(md, REQ_OP_WRITE, where, md->pages, n);
 			if (err)
 				return err;
@@ -849,4 +857,7 @@ void chj_md_stats(struct chj_metadata *md, struct chj_md_stats *st)
 	st->journal_used = le64_to_cpu(md->sb.journal_tail) -
 			   le64_to_cpu(md->sb.journal_head);
 	st->journal_blocks = le64_to_cpu(md->sb.journal_blocks);
+	st->bitmap_writes = READ_ONCE(md->bitmap_writes);
+	st->journal_writes = READ_ONCE(md->journal_writes);
+	st->sb_writes = READ_ONCE(md->sb_writes);
 }

@@ -66,6 +66,10 @@ struct chj_md_stats {
 	u64 nr_regions;
 	u64 journal_used;
 	u64 journal_blocks;
+	/* Blocks written since load, for benchmarks. */
+	u64 bitmap_writes;
+	u64 journal_writes;
+	u64 sb_writes;
 };
 
 void chj_md_stats(struct chj_metadata *md, struct chj_md_stats *st);

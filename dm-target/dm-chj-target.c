@@ -54,6 +54,10 @@ struct chj_target {
 	bool ckpt_pending;
 	/* A metadata write failed: writes are errored until a reload. */
 	bool failed;
+	/* For the stats message: bios deferred, group commits. */
+	atomic64_t deferred_bios;
+	u64 commits;
+
 	/* Preallocated record for failed_list; NULL once handed over. */
 	struct chj_failed *failed_rec;
 };
@@ -147,14 +151,29 @@ static bool take_failed(dev_t dev)
 
 /* ------------------------------------------------------------ bio path -- */
 
+static void unplug_wake(struct blk_plug_cb *cb, bool from_schedule)
+{
+	struct chj_target *c = cb->data;
+
+	queue_work(c->wq, &c->worker);
+	kfree(cb);
+}
+
+/*
+ * Queue a first-touch bio for the worker.  When the submitter holds a plug
+ * (io_submit of a batch, writeback), the worker is woken at unplug time so
+ * that one commit covers the whole batch instead of its first bio.
+ */
 static void defer_bio(struct chj_target *c, struct bio *bio)
 {
 	unsigned long flags;
 
+	atomic64_inc(&c->deferred_bios);
 	spin_lock_irqsave(&c->defer_lock, flags);
 	bio_list_add(&c->deferred, bio);
 	spin_unlock_irqrestore(&c->defer_lock, flags);
-	queue_work(c->wq, &c->worker);
+	if (!blk_check_plugged(unplug_wake, c, sizeof(struct blk_plug_cb)))
+		queue_work(c->wq, &c->worker);
 }
 
 static void issue(struct chj_target *c, struct bio *bio)
@@ -198,6 +217,7 @@ static void do_worker(struct work_struct *ws)
 		error_bios(&bios);
 		goto out;
 	}
+	c->commits++;
 	while (!r && (bio = bio_list_pop(&bios))) {
 		bio_list_add(&ready, bio);
 		bio_regions(c, bio, &first, &last);
@@ -286,6 +306,20 @@ static int checkpoint(struct chj_target *c, u64 *epoch)
 	return r;
 }
 
+/* Counters for benchmarks and troubleshooting, as key=value pairs. */
+static int stats(struct chj_target *c, char *result, unsigned int maxlen)
+{
+	struct chj_md_stats st = {};
+
+	if (c->md)
+		chj_md_stats(c->md, &st);
+	scnprintf(result, maxlen,
+		  "deferred_bios=%llu commits=%llu bitmap_writes=%llu journal_writes=%llu superblock_writes=%llu",
+		  (u64)atomic64_read(&c->deferred_bios), c->commits,
+		  st.bitmap_writes, st.journal_writes, st.sb_writes);
+	return 1;
+}
+
 static int chj_message(struct dm_target *ti, unsigned int argc, char **argv,
 		       char *result, unsigned int maxlen)
 {
@@ -294,12 +328,15 @@ static int chj_message(struct dm_target *ti, unsigned int argc, char **argv,
 	int r;
 
 	if (argc != 1 || (strcasecmp(argv[0], "checkpoint") &&
-			  strcasecmp(argv[0], "mark_all"))) {
-		DMWARN("unrecognised message: expected checkpoint or mark_all");
+			  strcasecmp(argv[0], "mark_all") &&
+			  strcasecmp(argv[0], "stats"))) {
+		DMWARN("unrecognised message: expected checkpoint, mark_all or stats");
 		return -EINVAL;
 	}
 	mutex_lock(&c->lock);
-	if (!c->md || c->suspended) {
+	if (!strcasecmp(argv[0], "stats")) {
+		r = stats(c, result, maxlen);
+	} else if (!c->md || c->suspended) {
 		DMWARN("%s refused: device is suspended", argv[0]);
 		r = -EBUSY;
 	} else if (c->failed) {
@@ -557,7 +594,7 @@ static int chj_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 		r = check_metadata(ti, c);
 	if (r)
 		goto bad;
-	c->wq = alloc_workqueue("dm-" DM_MSG_PREFIX, WQ_MEM_RECLAIM | WQ_HIGHPRI, 0);
+	c->wq = alloc_workqueue("dm-" DM_MSG_PREFIX, WQ_MEM_RECLAIM, 0);
 	if (!c->wq) {
 		ti->error = "Cannot allocate workqueue";
 		r = -ENOMEM;
