@@ -158,6 +158,11 @@ MUT(m_huge_everything, sb->nr_regions = 1ull << 40; sb->origin_sectors = 1ull <<
     sb->bitmap_blocks = chj_bitmap_blocks_for(1ull << 40);
     sb->journal_start = 2 + sb->bitmap_blocks; sb->journal_blocks = 1ull << 50;
     sb->metadata_blocks = sb->journal_start + sb->journal_blocks)
+/* journal_start past the device and journal_blocks wrapping the sum. */
+MUT(m_journal_wrap, sb->nr_regions = 1ull << 40; sb->origin_sectors = 1ull << 43;
+    sb->bitmap_blocks = chj_bitmap_blocks_for(1ull << 40);
+    sb->journal_start = 2 + sb->bitmap_blocks;
+    sb->journal_blocks = DEV_BLOCKS - sb->journal_start)
 
 static const struct { const char *name; mutate_fn fn; const char *why; } muts[] = {
 	{ "flags", m_flags, "flags" },
@@ -184,6 +189,7 @@ static const struct { const char *name; mutate_fn fn; const char *why; } muts[] 
 	{ "overfull", m_journal_overfull, "journal pointers" },
 	{ "unretained", m_journal_unretained, "not retained" },
 	{ "huge", m_huge_everything, "smaller than" },
+	{ "journal size wraps", m_journal_wrap, "wraps around" },
 };
 
 START_TEST(bad_field)
