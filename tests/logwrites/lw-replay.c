@@ -121,7 +121,7 @@ static uint64_t answer_ranges;
 
 /* Counters. */
 static struct {
-	uint64_t writes, data_writes, meta_writes, fua_meta, flushes, discards,
+	uint64_t writes, data_writes, fua_data, meta_writes, fua_meta, flushes, discards,
 		 marks, bytes;
 	uint64_t points, distinct, tracker_runs, lib_runs, cli_runs, points_changed, violations,
 		 not_retained, unformatted, max_differs;
@@ -353,11 +353,12 @@ static void meta_flush(void)
 static void meta_write(const struct entry *e)
 {
 	uint64_t off = e->sector * SECT, len = e->nr * SECT;
-	bool fua = (e->flags & LW_FUA) && opt.model != M_NOFUA;
+	/* The weaker and broken models apply from the baseline on. */
+	bool fua = (e->flags & LW_FUA) && !(opt.model == M_NOFUA && baselined);
 
 	if (model_frozen())
 		return;
-	if (opt.model == M_ALL || fua)
+	if ((opt.model == M_ALL && baselined) || fua)
 		make_durable(off, len);
 	else
 		pend_add(off, len);
@@ -729,11 +730,11 @@ static void explain_metadata(uint64_t os)
 static void print_summary(FILE *f)
 {
 	fprintf(f, "log: %" PRIu64 " entries: %" PRIu64 " writes (%" PRIu64 " metadata, %"
-		PRIu64 " of them FUA; %" PRIu64 " origin; %" PRIu64 " MiB), %" PRIu64
-		" flushes, %" PRIu64 " discards, %" PRIu64 " marks; baseline at entry %"
-		PRIu64 "\n", nr_entries, st.writes, st.meta_writes, st.fua_meta,
-		st.data_writes, st.bytes >> 20, st.flushes, st.discards, st.marks,
-		baseline_entry);
+		PRIu64 " of them FUA; %" PRIu64 " origin, %" PRIu64 " FUA; %" PRIu64
+		" MiB), %" PRIu64 " flushes, %" PRIu64 " discards, %" PRIu64
+		" marks; baseline at entry %" PRIu64 "\n", nr_entries, st.writes,
+		st.meta_writes, st.fua_meta, st.data_writes, st.fua_data, st.bytes >> 20,
+		st.flushes, st.discards, st.marks, baseline_entry);
 	fprintf(f, "model %s%s, since epoch %" PRIu64 ", %" PRIu32 "-sector regions: "
 		"%" PRIu64 " distinct crash states, %" PRIu64 " tracker answers (%" PRIu64
 		" libchj, %" PRIu64 " chj command), %" PRIu64 " points with changed data "
@@ -863,9 +864,9 @@ static void usage(int rc)
 "  --meta-file PATH       where to write crash-state metadata (default: a\n"
 "                         temporary file, removed on success)\n"
 "  --model MODEL          durable (default): drop non-FUA metadata writes\n"
-"                         since the last flush; all: keep every metadata\n"
-"                         write; none: keep none after the baseline; nofua:\n"
-"                         as durable, but FUA metadata writes count as plain\n"
+"                         since the last flush; from the baseline on, all:\n"
+"                         keep every metadata write; none: keep none;\n"
+"                         nofua: FUA metadata writes count as plain ones\n"
 "  --cli                  ask `chj changes` (the command) at every point;\n"
 "                         default: libchj in process (the same code)\n"
 "  --cli-every N          also ask the command at every Nth tracker run\n"
@@ -1154,6 +1155,8 @@ int main(int argc, char **argv)
 			uint64_t r1 = (end - 1 - opt.meta_sectors) / opt.region_sectors;
 
 			st.data_writes++;
+			if (e.flags & LW_FUA)
+				st.fua_data++;
 			if (baselined)
 				save_baseline(r0, r1);
 			xpread(log_fd, img + e.sector * SECT, e.nr * SECT, pos, opt.log);
