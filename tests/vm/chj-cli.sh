@@ -84,6 +84,9 @@ assert d["ranges"][2] == {"start": 8192, "length": 8}, d
 	expect_exit 1 "$CHJ" checkpoint t
 	assert_eq "$(cat "$CHJ_OUT/before-remove.txt")" \
 		"$("$CHJ" changes --since 1 --metadata "$META")" "offline after remove"
+	dd if="$META" of=/tmp/meta.img bs=1M iflag=direct status=none
+	assert_eq "$(cat "$CHJ_OUT/before-remove.txt")" \
+		"$("$CHJ" changes --since 1 --metadata /tmp/meta.img)" "offline on an image file"
 	"$CHJ" dump "$META"
 	"$CHJ" dump --json "$META" | python3 -c 'import json, sys; assert json.load(sys.stdin)["current_epoch"] == 2'
 	expect_exit 0 "$CHJ" check "$META"
