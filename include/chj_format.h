@@ -231,7 +231,9 @@ static inline const char *chj_sb_check(const struct chj_superblock *sb,
 		return "metadata device smaller than the format says";
 	if (bs != CHJ_SB_COPIES || bb != chj_bitmap_blocks_for(nr))
 		return "bitmap area out of place";
-	if (js != bs + bb || jb < CHJ_MIN_JOURNAL_BLOCKS || js + jb != mb)
+	/* Each term bounded by mb first: the sum cannot wrap around. */
+	if (js != bs + bb || js > mb || jb > mb || jb < CHJ_MIN_JOURNAL_BLOCKS ||
+	    js + jb != mb)
 		return "journal area out of place";
 	if (!cur || !old || old > cur)
 		return "epoch numbers inconsistent";
