@@ -33,6 +33,8 @@ struct chj_target {
 	struct dm_dev *origin_dev;
 	u32 region_sectors;
 	unsigned int region_shift;
+	/* Feature mark_ahead: regions marked past a sequential write. */
+	u32 mark_ahead;
 
 	/* NULL until the first preresume: the old table may still write. */
 	struct chj_metadata *md;
@@ -194,6 +196,20 @@ static void error_bios(struct bio_list *bios)
 }
 
 /*
+ * With mark_ahead, a first-touch write that continues a marked region (a
+ * sequential stream) also marks the next regions, so the stream's following
+ * writes take the fast path.  The extra marks are false positives at worst.
+ */
+static u64 ahead(struct chj_target *c, u64 first, u64 last)
+{
+	u64 nr = chj_regions_for(c->ti->len, c->region_sectors);
+
+	if (!c->mark_ahead || !first || !chj_md_durable(c->md, first - 1, first - 1))
+		return last;
+	return min(last + c->mark_ahead, nr - 1);
+}
+
+/*
  * Group commit: stage the marks of every waiting bio, write the changed
  * bitmap blocks once, and only then issue the bios.
  */
@@ -221,6 +237,7 @@ static void do_worker(struct work_struct *ws)
 	while (!r && (bio = bio_list_pop(&bios))) {
 		bio_list_add(&ready, bio);
 		bio_regions(c, bio, &first, &last);
+		last = ahead(c, first, last);
 		while (!r && chj_md_stage(c->md, first, last, &first) == 1)
 			r = chj_md_commit(c->md);
 	}
@@ -391,12 +408,14 @@ static void chj_status(struct dm_target *ti, status_type_t type,
 	case STATUSTYPE_TABLE:
 		DMEMIT("%s %s %u", c->metadata_dev->name, c->origin_dev->name,
 		       c->region_sectors);
+		if (c->mark_ahead)
+			DMEMIT(" 2 mark_ahead %u", c->mark_ahead);
 		break;
 	case STATUSTYPE_IMA:
 		DMEMIT_TARGET_NAME_VERSION(ti->type);
-		DMEMIT(",metadata_device=%s,origin_device=%s,region_sectors=%u;",
+		DMEMIT(",metadata_device=%s,origin_device=%s,region_sectors=%u,mark_ahead=%u;",
 		       c->metadata_dev->name, c->origin_dev->name,
-		       c->region_sectors);
+		       c->region_sectors, c->mark_ahead);
 		break;
 	}
 }
@@ -494,11 +513,35 @@ static int check_metadata(struct dm_target *ti, struct chj_target *c)
 	return 0;
 }
 
+/* [<#feature args> <feature arg>*]: only "mark_ahead <regions>" so far. */
+static int parse_features(struct dm_target *ti, struct chj_target *c,
+			  unsigned int argc, char **argv)
+{
+	unsigned int nfeat, i;
+
+	if (kstrtouint(argv[0], 10, &nfeat) || nfeat != argc - 1) {
+		ti->error = "Feature argument count does not match";
+		return -EINVAL;
+	}
+	for (i = 1; i < argc; i++) {
+		if (!strcasecmp(argv[i], "mark_ahead") && i + 1 < argc) {
+			if (kstrtou32(argv[++i], 10, &c->mark_ahead) ||
+			    c->mark_ahead > CHJ_REGIONS_PER_BLOCK) {
+				ti->error = "mark_ahead takes 0 to 32640 regions";
+				return -EINVAL;
+			}
+		} else {
+			ti->error = "Unknown feature argument";
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
 static int chj_parse_args(struct dm_target *ti, struct chj_target *c,
 			  unsigned int argc, char **argv)
 {
 	fmode_t mode = dm_table_get_mode(ti->table);
-	unsigned int nfeat;
 	int r;
 
 	if (argc < 3) {
@@ -512,14 +555,9 @@ static int chj_parse_args(struct dm_target *ti, struct chj_target *c,
 	}
 	c->region_shift = __ffs(c->region_sectors);
 	if (argc > 3) {
-		if (kstrtouint(argv[3], 10, &nfeat) || nfeat != argc - 4) {
-			ti->error = "Feature argument count does not match";
-			return -EINVAL;
-		}
-		if (nfeat) {
-			ti->error = "Unknown feature argument";
-			return -EINVAL;
-		}
+		r = parse_features(ti, c, argc - 3, argv + 3);
+		if (r)
+			return r;
 	}
 	r = dm_get_device(ti, argv[0], mode, &c->metadata_dev);
 	if (r) {

@@ -69,6 +69,23 @@ assert_eq "$(head -c 65536 /dev/zero | sha256sum)" \
 dmsetup remove d
 losetup -d "$loop"
 
+log "mark_ahead: a sequential stream marks ahead, a random write does not"
+dd if=/dev/zero of=/dev/ram3 bs=4096 count=2 oflag=direct status=none
+dev=$(dm_create m "$(chj_table /dev/ram3 /dev/ram1 8) 2 mark_ahead 64")
+assert_eq "0 $S chj 1:3 1:1 8 2 mark_ahead 64" "$(dmsetup table m)" "table echo with features"
+wr "$dev" 4000 4
+assert_eq 1 "$(st m marked)" "isolated write: no mark ahead"
+wr "$dev" 4004 4
+assert_eq 66 "$(st m marked)" "write after a marked region: 64 ahead"
+wr "$dev" 4008 252
+assert_eq 66 "$(st m marked)" "the stream stays on the fast path"
+wr "$dev" $((S / 2 - 12)) 4
+assert_eq 67 "$(st m marked)" "isolated write near the end"
+wr "$dev" $((S / 2 - 8)) 4
+assert_eq 69 "$(st m marked)" "mark ahead stops at the last region"
+dmsetup remove m
+must_refuse "mark_ahead too large" "$(chj_table /dev/ram3 /dev/ram1 8) 2 mark_ahead 40000" "mark_ahead takes"
+
 log "bad table lines"
 must_refuse "region size 7" "$(chj_table /dev/ram2 /dev/ram1 7)" "Region size must be a power of two"
 must_refuse "region size 12" "$(chj_table /dev/ram2 /dev/ram1 12)" "Region size must be a power of two"
