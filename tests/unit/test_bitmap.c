@@ -137,6 +137,30 @@ START_TEST(fill_all_ones_stays_in_range)
 }
 END_TEST
 
+/* The region bitset's range test reads only its range, at word edges too. */
+START_TEST(bits_any_edges)
+{
+	struct chj_bits b;
+	struct chj_error e = { 0 };
+
+	ck_assert_int_eq(chj_bits_init(&b, 200, &e), 0);
+	ck_assert_int_eq(chj_bits_any(&b, 0, 199), 0);
+	chj_bits_set_range(&b, 64, 1);
+	chj_bits_set_range(&b, 127, 1);
+	ck_assert_int_eq(chj_bits_any(&b, 0, 63), 0);
+	ck_assert_int_eq(chj_bits_any(&b, 63, 63), 0);
+	ck_assert_int_eq(chj_bits_any(&b, 63, 64), 1);
+	ck_assert_int_eq(chj_bits_any(&b, 65, 126), 0);
+	ck_assert_int_eq(chj_bits_any(&b, 127, 127), 1);
+	ck_assert_int_eq(chj_bits_any(&b, 128, 5000), 0);
+	ck_assert_int_eq(chj_bits_any(&b, 100, 50), 0);
+	chj_bits_set_range(&b, 130, 70);	/* to the end */
+	ck_assert_int_eq(chj_bits_count(&b), 72);
+	ck_assert_int_eq(chj_bits_any(&b, 199, UINT64_MAX), 1);
+	chj_bits_free(&b);
+}
+END_TEST
+
 Suite *suite_bitmap(void)
 {
 	Suite *s = suite_create("bitmap");
@@ -151,6 +175,7 @@ Suite *suite_bitmap(void)
 	tcase_add_test(tc, newer_stamp_offline_is_damage);
 	tcase_add_test(tc, all_changed_flag);
 	tcase_add_test(tc, fill_all_ones_stays_in_range);
+	tcase_add_test(tc, bits_any_edges);
 	suite_add_tcase(s, tc);
 	return s;
 }

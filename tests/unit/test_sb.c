@@ -189,7 +189,7 @@ static const struct { const char *name; mutate_fn fn; const char *why; } muts[] 
 	{ "overfull", m_journal_overfull, "journal pointers" },
 	{ "unretained", m_journal_unretained, "not retained" },
 	{ "huge", m_huge_everything, "smaller than" },
-	{ "journal size wraps", m_journal_wrap, "wraps around" },
+	{ "journal size wraps", m_journal_wrap, "journal area" },
 };
 
 START_TEST(bad_field)

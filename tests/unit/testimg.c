@@ -156,14 +156,18 @@ int timg_changes(struct timg *t, uint64_t since, struct chj_bits *out)
 {
 	struct chj_changes *c;
 	struct chj_error e = { 0 };
+	struct chj_range r;
+	uint64_t cur = 0, rs = t->sb.region_sectors;
 	int rc = chj_changes_since(t->m, since, &c, &e);
 
 	if (rc)
 		return rc;
 	ck_assert_int_eq(chj_bits_init(out, t->sb.nr_regions, &e), 0);
-	for (uint64_t r = 0; r < t->sb.nr_regions; r++)
-		if (chj_changes_test(c, r * t->sb.region_sectors, 1))
-			chj_bits_set_range(out, r, 1);
+	/* Back from sector ranges to regions: the inverse of the library. */
+	while (chj_changes_next(c, &cur, &r)) {
+		ck_assert_uint_eq(r.start % rs, 0);
+		chj_bits_set_range(out, r.start / rs, (r.len + rs - 1) / rs);
+	}
 	chj_changes_free(c);
 	return 0;
 }

@@ -89,3 +89,22 @@ uint64_t chj_bits_count(const struct chj_bits *b)
 		c += __builtin_popcountll(b->w[i]);
 	return c;
 }
+
+int chj_bits_any(const struct chj_bits *b, uint64_t first, uint64_t last)
+{
+	if (last >= b->nbits)
+		last = b->nbits - 1;
+	if (!b->nbits || first > last)
+		return 0;
+	for (uint64_t w = first / 64; w <= last / 64; w++) {
+		uint64_t m = ~0ull;
+
+		if (w == first / 64)
+			m &= ~0ull << (first & 63);
+		if (w == last / 64 && (last & 63) != 63)
+			m &= (1ull << ((last & 63) + 1)) - 1;
+		if (b->w[w] & m)
+			return 1;
+	}
+	return 0;
+}

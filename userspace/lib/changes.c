@@ -213,14 +213,11 @@ int chj_changes_ranges(const struct chj_changes *c, struct chj_range **v,
 
 int chj_changes_test(const struct chj_changes *c, uint64_t start, uint64_t len)
 {
-	uint64_t rs = c->info.sb.region_sectors, first, last, pos, s, n;
+	uint64_t rs = c->info.sb.region_sectors;
 
 	if (!len || start >= c->info.sb.origin_sectors)
 		return 0;
 	if (len > c->info.sb.origin_sectors - start)
 		len = c->info.sb.origin_sectors - start;
-	first = start / rs;
-	last = (start + len - 1) / rs;
-	pos = first;
-	return chj_bits_next_run(&c->bits, &pos, &s, &n) && s <= last;
+	return chj_bits_any(&c->bits, start / rs, (start + len - 1) / rs);
 }

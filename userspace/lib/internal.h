@@ -47,6 +47,8 @@ int chj_bits_test(const struct chj_bits *b, uint64_t i);
 int chj_bits_next_run(const struct chj_bits *b, uint64_t *pos,
 		      uint64_t *start, uint64_t *n);
 uint64_t chj_bits_count(const struct chj_bits *b);
+/* Any bit set in [first, last]?  Only the words of that range are read. */
+int chj_bits_any(const struct chj_bits *b, uint64_t first, uint64_t last);
 
 /* ---- journal walk ---- */
 struct chj_jblock {

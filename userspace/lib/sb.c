@@ -95,14 +95,6 @@ static enum chj_sb_state classify(const struct chj_superblock *r, unsigned idx,
 		return CHJ_SB_BAD_CSUM;
 	}
 	*why = chj_sb_check(r, dev_blocks);
-	/*
-	 * chj_sb_check tests journal_start + journal_blocks == metadata_blocks
-	 * in 64-bit arithmetic, which a huge journal_blocks can wrap around;
-	 * refuse that here too (reported for the shared header).
-	 */
-	if (!*why && (chj_le64(r->journal_start) > chj_le64(r->metadata_blocks) ||
-		      chj_le64(r->journal_blocks) > chj_le64(r->metadata_blocks)))
-		*why = "journal area out of place (size wraps around)";
 	if (*why)
 		return CHJ_SB_BAD_FIELDS;
 	if (chj_le64(r->seq) % CHJ_SB_COPIES != idx) {
