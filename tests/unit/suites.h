@@ -11,4 +11,5 @@ Suite *suite_changes(void);
 Suite *suite_check(void);
 Suite *suite_dmparse(void);
 Suite *suite_cli(void);
+Suite *suite_benchstats(void);
 #endif
