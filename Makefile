@@ -3,6 +3,7 @@ PREFIX  ?= /usr/local
 DESTDIR ?=
 SBINDIR ?= $(PREFIX)/sbin
 MANDIR  ?= $(PREFIX)/share/man
+SYSTEMD_GENERATOR_DIR ?= /usr/lib/systemd/system-generators
 
 # Kernel to build dm-chj for: the running kernel's build tree when it has one,
 # else the newest installed linux-headers.  Override with KVER= or KDIR=.
@@ -76,6 +77,10 @@ bench: all
 install: all
 	$(MAKE) -C userspace install DESTDIR=$(DESTDIR) PREFIX=$(PREFIX) SBINDIR=$(SBINDIR) MANDIR=$(MANDIR)
 	install -D -m 0644 dm-target/dm-chj.ko $(DESTDIR)/lib/modules/$(KVER)/updates/dm-chj.ko
+	install -D -m 0755 userspace/systemd/chj-generator \
+		$(DESTDIR)$(SYSTEMD_GENERATOR_DIR)/chj-generator
+	install -D -m 0644 userspace/systemd/chjtab.example \
+		$(DESTDIR)$(PREFIX)/share/doc/chj/chjtab.example
 
 clean:
 	-$(MAKE) -C $(KDIR) M=$(CURDIR)/dm-target clean >/dev/null 2>&1
