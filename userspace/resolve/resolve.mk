@@ -1,0 +1,42 @@
+# chj-resolve: included from userspace/Makefile (which sets B, ALL_CFLAGS,
+# LIBCHJ, PKG_LIBS, CHECK_*, SAN).  Sources are resolve/*.c; unit tests are
+# ../tests/unit/resolve/*.c with their own Check runner, run by check-unit.
+
+RESOLVE_PKGS   := ext2fs com_err
+RESOLVE_CFLAGS := $(shell pkg-config --cflags $(RESOLVE_PKGS))
+RESOLVE_LIBS   := $(shell pkg-config --libs $(RESOLVE_PKGS))
+
+RESOLVE_SRCS := $(wildcard resolve/*.c)
+RESOLVE_HDRS := $(wildcard resolve/*.h)
+RESOLVE_OBJS := $(RESOLVE_SRCS:%.c=$(B)/%.o)
+RESOLVE_CORE := $(filter-out $(B)/resolve/main.o,$(RESOLVE_OBJS))
+RESOLVE_TEST_SRCS := $(wildcard ../tests/unit/resolve/*.c)
+RESOLVE_TEST_OBJS := $(patsubst ../tests/unit/resolve/%.c,$(B)/tests/resolve/%.o,$(RESOLVE_TEST_SRCS))
+RESOLVE_UNIT := $(B)/resolve-unit-tests
+
+$(B)/resolve/%.o: resolve/%.c $(RESOLVE_HDRS) $(HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(RESOLVE_CFLAGS) -c -o $@ $<
+
+$(B)/tests/resolve/%.o: ../tests/unit/resolve/%.c $(RESOLVE_HDRS) $(HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(RESOLVE_CFLAGS) $(CHECK_CFLAGS) -Iresolve -c -o $@ $<
+
+$(B)/libchjresolve.a: $(RESOLVE_CORE)
+	rm -f $@ && ar rcs $@ $^
+
+chj-resolve: $(B)/resolve/main.o $(B)/libchjresolve.a $(LIBCHJ)
+	$(CC) $(CFLAGS) $(SAN) -o $@ $^ $(PKG_LIBS) $(RESOLVE_LIBS) -lm
+
+$(RESOLVE_UNIT): $(RESOLVE_TEST_OBJS) $(B)/libchjresolve.a $(LIBCHJ)
+	$(CC) $(CFLAGS) $(SAN) -o $@ $^ $(CHECK_LIBS) $(PKG_LIBS) $(RESOLVE_LIBS) -lm
+
+.PHONY: resolve-unit-run resolve-check-unit
+resolve-unit-run: $(RESOLVE_UNIT)
+	$(RESOLVE_UNIT)
+
+# check-unit runs these first, plain and with ASan+UBSan.
+resolve-check-unit:
+	$(MAKE) VARIANT=plain resolve-unit-run
+	$(MAKE) VARIANT=asan resolve-unit-run
+check-unit: resolve-check-unit
