@@ -78,7 +78,7 @@ static struct {
 	uint64_t dev_sectors, meta_sectors, since;
 	uint32_t region_sectors;
 	enum model model;
-	bool have_since, fake_empty, keep_going;
+	bool have_since, fake_empty, keep_going, torn;
 	uint64_t cli_every;
 	int verbose;
 } opt = { .chj = "chj", .model = M_DURABLE };
@@ -124,7 +124,7 @@ static struct {
 	uint64_t writes, data_writes, fua_data, meta_writes, fua_meta, flushes, discards,
 		 marks, bytes;
 	uint64_t points, distinct, tracker_runs, lib_runs, cli_runs, points_changed, violations,
-		 not_retained, unformatted, max_differs;
+		 not_retained, unformatted, max_differs, torn_points, torn_violations;
 } st;
 
 /* Per entry, for messages. */
@@ -137,6 +137,7 @@ struct entry {
 };
 
 static char tmp_out[4096], tmp_err[4096];
+static int meta_fd = -1;		/* the crash state's metadata image file */
 static bool own_meta_file;
 
 /* ------------------------------------------------------------- helpers -- */
@@ -490,6 +491,19 @@ static int range_cmp(const void *a, const void *b)
 
 static const struct entry *cur_entry;	/* for messages */
 static const char *cur_point;
+/* Sectors of the write at the current point applied in a torn state, or 0. */
+static uint64_t torn_k;
+
+static const char *torn_text(void)
+{
+	static char buf[96];
+
+	if (!torn_k || !cur_entry)
+		return "";
+	snprintf(buf, sizeof(buf), " with that write torn after %" PRIu64 " of %" PRIu64
+		 " sectors", torn_k, cur_entry->nr);
+	return buf;
+}
 
 static void fail_point(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 
@@ -514,7 +528,7 @@ static void answer_add(struct answer *a, uint64_t s, uint64_t l)
 }
 
 /* The chj command on the image file, as a user would run it. */
-static void ask_cli(int meta_fd, struct answer *a)
+static void ask_cli(struct answer *a)
 {
 	char since[32], *out, *err;
 	char *argv[] = { (char *)opt.chj, "changes", "--since", since, "--metadata",
@@ -608,7 +622,7 @@ static bool answers_equal(const struct answer *x, const struct answer *y)
 }
 
 /* Ask the tracker about the crash state's metadata; fill covered. */
-static void run_tracker(int meta_fd)
+static void run_tracker(void)
 {
 	struct answer a = { 0 }, b = { 0 };
 	struct range *v;
@@ -622,11 +636,11 @@ static void run_tracker(int meta_fd)
 	}
 	st.tracker_runs++;
 	if (opt.cli_every == 1) {
-		ask_cli(meta_fd, &a);
+		ask_cli(&a);
 	} else {
 		ask_lib(&a);
 		if (opt.cli_every && st.tracker_runs % opt.cli_every == 1) {
-			ask_cli(meta_fd, &b);
+			ask_cli(&b);
 			if (!answers_equal(&a, &b))
 				fail_point("libchj and `chj changes` disagree: exit %d with %zu ranges "
 					   "vs exit %d with %zu ranges (%s)", a.rc, a.n, b.rc, b.n,
@@ -739,11 +753,11 @@ static void print_summary(FILE *f)
 		"%" PRIu64 " distinct crash states, %" PRIu64 " tracker answers (%" PRIu64
 		" libchj, %" PRIu64 " chj command), %" PRIu64 " points with changed data "
 		"(max %" PRIu64 " regions changed), %" PRIu64 " not retained, %" PRIu64
-		" unformatted\n",
+		" unformatted, %" PRIu64 " torn-write states\n",
 		model_names[opt.model], opt.fake_empty ? " + fake empty tracker" : "",
 		opt.since, opt.region_sectors, st.distinct, st.tracker_runs, st.lib_runs,
 		st.cli_runs, st.points_changed, st.max_differs, st.not_retained,
-		st.unformatted);
+		st.unformatted, st.torn_points);
 }
 
 static void fail_point(const char *fmt, ...)
@@ -751,12 +765,13 @@ static void fail_point(const char *fmt, ...)
 	char eb[400];
 	va_list ap;
 
-	fprintf(stderr, "lw-replay: FAIL at crash point %" PRIu64 " (%s%s): ", st.points,
-		cur_point, cur_entry ? entry_str(cur_entry, eb, sizeof(eb)) : "");
+	fprintf(stderr, "lw-replay: FAIL at crash point %" PRIu64 " (%s%s)%s: ", st.points,
+		cur_point, cur_entry ? entry_str(cur_entry, eb, sizeof(eb)) : "", torn_text());
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
 	fputc('\n', stderr);
+	write_meta_file(meta_fd);
 	fprintf(stderr, "  crash-state metadata image: %s\n", opt.meta_file);
 	explain_metadata(0);
 	print_summary(stderr);
@@ -771,8 +786,9 @@ static void report_violation(uint64_t r, uint64_t count)
 	uint64_t os = r * opt.region_sectors;
 	char eb[400];
 
-	fprintf(stderr, "lw-replay: VIOLATION at crash point %" PRIu64 " (%s%s):\n",
-		st.points, cur_point, cur_entry ? entry_str(cur_entry, eb, sizeof(eb)) : "");
+	fprintf(stderr, "lw-replay: VIOLATION at crash point %" PRIu64 " (%s%s)%s:\n",
+		st.points, cur_point, cur_entry ? entry_str(cur_entry, eb, sizeof(eb)) : "",
+		torn_text());
 	fprintf(stderr, "  origin region %" PRIu64 " (origin sectors %" PRIu64 "+%" PRIu64
 		", device sector %" PRIu64 ") %s the baseline but is not reported changed "
 		"(%" PRIu64 " such regions at this point)\n", r, os,
@@ -788,23 +804,28 @@ static void report_violation(uint64_t r, uint64_t count)
 	else
 		fprintf(stderr, "  tracker: chj changes --since %" PRIu64 " printed %" PRIu64
 			" ranges, none covering the region\n", opt.since, answer_ranges);
+	write_meta_file(meta_fd);
 	fprintf(stderr, "  crash-state metadata image: %s\n", opt.meta_file);
 	explain_metadata(os);
 }
 
-static void check_point(int meta_fd, const char *why, const struct entry *e)
+static void check_point(const char *why, const struct entry *e)
 {
 	uint64_t count = 0, first = 0;
 
 	if (!baselined)
 		return;
-	st.points++;
+	if (torn_k)
+		st.torn_points++;
+	else
+		st.points++;
 	cur_point = why;
 	cur_entry = e;
 	if (opt.verbose > 1)
-		fprintf(stderr, "point %" PRIu64 ": %s%s%" PRIu64 " differing\n", st.points, why,
-			e ? "entry " : "", e ? e->idx : 0);
-	if (nr_differs)
+		fprintf(stderr, "point %" PRIu64 ": %s%s%" PRIu64 " torn %" PRIu64 ", %" PRIu64
+			" differing\n", st.points, why, e ? "entry " : "", e ? e->idx : 0, torn_k,
+			nr_differs);
+	if (nr_differs && !torn_k)
 		st.points_changed++;
 	if (data_ver == checked_data_ver && durable_ver == checked_durable_ver) {
 		/* The same crash state as the previous point: the same verdict. */
@@ -814,7 +835,7 @@ static void check_point(int meta_fd, const char *why, const struct entry *e)
 	}
 	st.distinct++;
 	if (durable_ver != checked_durable_ver)
-		run_tracker(meta_fd);
+		run_tracker();
 	checked_data_ver = data_ver;
 	checked_durable_ver = durable_ver;
 	last_violated = false;
@@ -829,15 +850,61 @@ static void check_point(int meta_fd, const char *why, const struct entry *e)
 	}
 	if (!count)
 		return;
-	last_violated = true;
-	if (!st.violations)
+	if (!st.violations && !st.torn_violations)
 		report_violation(first, count);
-	st.violations++;
+	if (torn_k) {
+		st.torn_violations++;
+	} else {
+		last_violated = true;
+		st.violations++;
+	}
 	if (!opt.keep_going) {
 		print_summary(stderr);
 		printf("crash points checked: %" PRIu64 " (FAILED)\n", st.points);
 		exit(1);
 	}
+}
+
+/* Mark durable bytes [off, off + len) changed (for the image file). */
+static void durable_changed(uint64_t off, uint64_t len)
+{
+	for (uint64_t b = off / MBLK; b <= (off + len - 1) / MBLK; b++)
+		durable_touch(b);
+	durable_ver++;
+}
+
+/*
+ * The metadata write e (its data at log offset pos) is in flight at this
+ * point: a crash can leave it torn.  Check the states where only its first
+ * sector, half of it, or all but its last sector reached the disk.
+ */
+static void check_torn(const struct entry *e, uint64_t pos)
+{
+	uint64_t ks[3] = { 1, e->nr / 2, e->nr - 1 }, prev = 0;
+	uint64_t off = e->sector * SECT, len = e->nr * SECT;
+	uint8_t *data, *save;
+
+	if (!baselined || e->nr < 2 || model_frozen())
+		return;
+	data = xcalloc(len, 1);
+	save = xcalloc(len, 1);
+	xpread(log_fd, data, len, pos, opt.log);
+	memcpy(save, durable + off, len);
+	for (int i = 0; i < 3; i++) {
+		if (!ks[i] || ks[i] >= e->nr || ks[i] == prev)
+			continue;
+		prev = ks[i];
+		memcpy(durable + off, save, len);
+		memcpy(durable + off, data, ks[i] * SECT);
+		durable_changed(off, len);
+		torn_k = ks[i];
+		check_point("torn write, ", e);
+		torn_k = 0;
+	}
+	memcpy(durable + off, save, len);
+	durable_changed(off, len);
+	free(data);
+	free(save);
 }
 
 /* --------------------------------------------------------------- main -- */
@@ -871,6 +938,9 @@ static void usage(int rc)
 "                         default: libchj in process (the same code)\n"
 "  --cli-every N          also ask the command at every Nth tracker run\n"
 "                         and fail unless both answers are identical\n"
+"  --torn                 also check, before each metadata write of more\n"
+"                         than one sector, the states where it is torn\n"
+"                         after its first sector, half, or all but one\n"
 "  --fake-empty           pretend chj reported no change (control)\n"
 "  --keep-going           count violations at every point, do not stop\n"
 "  -v                     more output (twice: every crash point)\n"
@@ -906,6 +976,7 @@ static void parse(int argc, char **argv)
 		{ "fake-empty", no_argument, NULL, 'F' },
 		{ "keep-going", no_argument, NULL, 'k' },
 		{ "cli", no_argument, NULL, 'C' },
+		{ "torn", no_argument, NULL, 'T' },
 		{ "cli-every", required_argument, NULL, 'e' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
@@ -937,6 +1008,7 @@ static void parse(int argc, char **argv)
 		case 'F': opt.fake_empty = true; break;
 		case 'k': opt.keep_going = true; break;
 		case 'C': opt.cli_every = 1; break;
+		case 'T': opt.torn = true; break;
 		case 'e': opt.cli_every = num(optarg, "--cli-every"); break;
 		case 'v': opt.verbose++; break;
 		case 'h': usage(0); break;
@@ -1075,7 +1147,6 @@ int main(int argc, char **argv)
 {
 	struct timespec t0, t1;
 	uint64_t pos;
-	int meta_fd;
 	char eb[400];
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -1113,7 +1184,7 @@ int main(int argc, char **argv)
 
 		if (e.flags & LW_FLUSH) {
 			/* A flush: the crash point is just before it completes. */
-			check_point(meta_fd, "before ", &e);
+			check_point("before ", &e);
 			st.flushes++;
 			meta_flush();
 		}
@@ -1144,7 +1215,9 @@ int main(int argc, char **argv)
 		st.bytes += e.nr * SECT;
 		if (e.sector < opt.meta_sectors) {
 			if (!(e.flags & LW_FLUSH))
-				check_point(meta_fd, "before ", &e);
+				check_point("before ", &e);
+			if (opt.torn)
+				check_torn(&e, pos);
 			st.meta_writes++;
 			if (e.flags & LW_FUA)
 				st.fua_meta++;
@@ -1167,13 +1240,17 @@ int main(int argc, char **argv)
 	}
 	if (!baselined)
 		die("%s: no mark '%s' in %" PRIu64 " entries", opt.log, opt.mark, nr_entries);
-	check_point(meta_fd, "end of log", NULL);
+	check_point("end of log", NULL);
 
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	print_summary(stdout);
-	if (st.violations) {
+	if (st.violations || st.torn_violations) {
 		printf("violations at %" PRIu64 " of %" PRIu64 " crash points (%" PRIu64
-		       " with changed data)\n", st.violations, st.points, st.points_changed);
+		       " with changed data)", st.violations, st.points, st.points_changed);
+		if (opt.torn)
+			printf(" and at %" PRIu64 " of %" PRIu64 " torn-write states",
+			       st.torn_violations, st.torn_points);
+		printf("\n");
 		printf("crash points checked: %" PRIu64 " (FAILED)\n", st.points);
 		return 1;
 	}

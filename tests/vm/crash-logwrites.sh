@@ -9,23 +9,18 @@
 . "$CHJ_ROOT/tests/vm/lib.sh"
 # shellcheck source=tests/vm/_chj.sh disable=SC1091
 . "$CHJ_ROOT/tests/vm/_chj.sh"
+# shellcheck source=tests/vm/_logwrites.sh disable=SC1091
+. "$CHJ_ROOT/tests/vm/_logwrites.sh"
 
-LW=$CHJ_ROOT/tests/logwrites/lw-replay
-CHJ=$CHJ_ROOT/userspace/chj
-[ -x "$LW" ] || fail "$LW is not built: run make"
-
-# One device under log-writes, split by dm-linear: metadata, then origin.
-META_S=$((8 << 11))		# 8 MiB
-ORIG_S=$((256 << 11))		# 256 MiB
-DEV_S=$((META_S + ORIG_S))
-RAW_MIB=96			# origin [0, 96 MiB): fio; the rest: ext4
-FS_S=$((ORIG_S - (RAW_MIB << 11)))
+# The origin (256 MiB): [0, 96 MiB) for fio, the rest an ext4 ("fs" over c).
+RAW_MIB=96
+FS_S=$((LW_ORIG_S - (RAW_MIB << 11)))
 MNT=/tmp/mnt
 
 t_start=$SECONDS
 elapsed() { echo "$((SECONDS - t_start)) s"; }
 
-# fio on the chj device's raw area.  fio JOBNAME [fio options...]
+# fio_raw JOBNAME [fio options...]: fio on the chj device's raw area.
 fio_raw() {
 	local name=$1
 	shift
@@ -37,22 +32,39 @@ fio_raw() {
 # mkfile FILE SIZE_KiB: a file of random content.
 mkfile() { head -c "$(($2 * 1024))" /dev/urandom >"$1"; }
 
-# ckpt: end the chj epoch, log the new one.
+# ckpt [WHY]: end the chj epoch, log the new one.
 ckpt() {
 	local e
 	e=$(dmsetup message c 0 checkpoint) || fail "checkpoint"
 	log "checkpoint${1:+ $1}: epoch $e"
 }
 
-# The workload after the baseline mark; checkpoints in the middle, one of
-# them while fio is writing.
+# baseline: content before the mark: raw data, an ext4 with files.
+baseline() {
+	fio_raw base --rw=write --bs=1M --ioengine=psync --io_size=32M --offset=16M
+	dm_create fs "0 $FS_S linear /dev/mapper/c $((RAW_MIB << 11))" >/dev/null
+	mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0 /dev/mapper/fs
+	mkdir -p $MNT
+	mount -t ext4 /dev/mapper/fs $MNT
+	mkdir $MNT/base
+	for i in $(seq 1 30); do mkfile "$MNT/base/f$i" 300; done
+	umount $MNT
+}
+
+# workload IOS: everything after the mark; checkpoints in the middle, three
+# of them while fio is writing.
 workload() {
-	local rs=$1 ios=$2
+	local ios=$1 pid i
 	log "fio: random 4K, QD1, fsync every 16 ($ios writes)"
 	fio_raw r1 --rw=randwrite --bs=4k --ioengine=psync --number_ios="$ios" --fsync=16
 	log "fio: random 4K, QD8 libaio, O_SYNC (FUA) ($ios writes)"
 	fio_raw r2 --rw=randwrite --bs=4k --ioengine=libaio --iodepth=8 --sync=1 \
 		--number_ios="$ios"
+	# Several writes in flight to each fresh region: a fast path that let
+	# them through before the region's mark is durable would show here.
+	log "fio: sequential 4K, QD8 libaio, O_SYNC (FUA), 4 MiB"
+	fio_raw s0 --rw=write --bs=4k --ioengine=libaio --iodepth=8 --sync=1 \
+		--offset=64M --io_size=4M
 	ckpt
 	log "fio: sequential 64K, QD4, 16 MiB, fsync at the end"
 	fio_raw s1 --rw=write --bs=64k --ioengine=libaio --iodepth=4 --offset=40M \
@@ -60,7 +72,7 @@ workload() {
 	log "fio: random 16K QD4 for 3 s, three checkpoints under it"
 	fio_raw r3 --rw=randwrite --bs=16k --ioengine=libaio --iodepth=4 \
 		--number_ios="$ios" --fsync=64 --rate_iops=$((ios / 3)) &
-	local pid=$! i
+	pid=$!
 	for i in 1 2 3; do
 		sleep 0.7
 		ckpt "under load"
@@ -70,9 +82,9 @@ workload() {
 	log "ext4: create, overwrite, fsync, delete, fstrim, sync"
 	mount -t ext4 /dev/mapper/fs $MNT
 	mkdir -p $MNT/new
-	for i in $(seq 1 24); do mkfile $MNT/new/f$i $((i * 37)); done
+	for i in $(seq 1 24); do mkfile "$MNT/new/f$i" $((i * 37)); done
 	for i in $(seq 1 8); do
-		dd if=/dev/urandom of=$MNT/base/f$i bs=4k count=2 seek=$((i * 3)) \
+		dd if=/dev/urandom of="$MNT/base/f$i" bs=4k count=2 seek=$((i * 3)) \
 			conv=notrunc,fsync status=none
 	done
 	rm -f $MNT/base/f1[0-9]
@@ -82,117 +94,69 @@ workload() {
 	rm -rf $MNT/new
 	fstrim $MNT
 	umount $MNT
+	dmsetup remove fs
 	log "fio: a last burst, no flush after it"
 	fio_raw r4 --rw=randwrite --bs=4k --ioengine=libaio --iodepth=4 --number_ios=200
 }
 
-# run_one RS IOS DELAY_MS: the whole experiment at region size RS sectors,
-# metadata writes delayed DELAY_MS by dm-delay (0: none); sets E.
-run_one() {
-	local rs=$1 ios=$2 delay=$3 meta=/dev/mapper/lwm
-	brd_setup 2 $((1024 * 1024))	# fresh, all-zero: ram0 device, ram1 log
-	dm_create lw "0 $DEV_S log-writes /dev/ram0 /dev/ram1" >/dev/null
-	dm_create lwm "0 $META_S linear /dev/mapper/lw 0" >/dev/null
-	dm_create lwo "0 $ORIG_S linear /dev/mapper/lw $META_S" >/dev/null
-	if [ "$delay" != 0 ]; then
-		# Metadata writes complete late: a data write issued before its
-		# mark completed would overtake it in the log.
-		meta=$(dm_create lwd "0 $META_S delay /dev/mapper/lwm 0 0 /dev/mapper/lwm 0 $delay")
-	fi
-	# chj formats its metadata here: that is in the log too.
-	dm_create c "$(chj_table $meta /dev/mapper/lwo "$rs")" >/dev/null
-	dm_create fs "0 $FS_S linear /dev/mapper/c $((RAW_MIB << 11))" >/dev/null
-
-	log "baseline content (region size $rs, metadata delay $delay ms): raw data, an ext4 with files"
-	fio_raw base --rw=write --bs=1M --ioengine=psync --io_size=32M --offset=16M
-	mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0 /dev/mapper/fs
-	mkdir -p $MNT
-	mount -t ext4 /dev/mapper/fs $MNT
-	mkdir $MNT/base
-	for i in $(seq 1 30); do mkfile $MNT/base/f$i 300; done
-	umount $MNT
-	E=$(dmsetup message c 0 checkpoint)
-	dmsetup message lw 0 mark base
-	log "baseline: epoch $E begins at log mark 'base' ($(elapsed))"
-
-	workload "$rs" "$ios"
-
-	log "status: $(dmsetup status c)"
-	local lws
-	lws=$(dmsetup status lw)
-	log "log-writes: $lws"
-	[[ $lws != *logging_disabled* ]] || fail "log-writes stopped logging (log device full?)"
-	dmsetup remove fs
-	dmsetup remove c
-	[ "$delay" = 0 ] || dmsetup remove lwd
-	dmsetup remove lwm
-	dmsetup remove lwo
-	dmsetup remove lw		# the log ends with mark dm-log-writes-end
-	log "workload done ($(elapsed))"
-}
-
-# replay RS [lw-replay options...]: run the checker on the log; prints its
-# output, returns its status.
-replay() {
-	local rs=$1
-	shift
-	"$LW" --metadata-sectors $META_S --device-sectors $DEV_S --since "$E" \
-		--mark base --region-sectors "$rs" --chj "$CHJ" "$@" /dev/ram1
-}
-
-# expect_fail WHAT RS [options]: the checker must find a violation (exit 1).
-expect_fail() {
-	local what=$1 rc=0 out
-	shift
-	out=$(replay "$@" 2>&1) || rc=$?
-	printf '%s\n' "$out" | sed 's/^/    /' | head -n 14
-	[ $rc = 1 ] || fail "control '$what': lw-replay exited $rc, expected 1 (violation)"
-	grep -q 'VIOLATION at crash point' <<<"$out" ||
-		fail "control '$what': no violation reported"
-	log "control '$what' failed as it must ($(elapsed))"
-}
-
 log "the checker's self-test on synthetic logs"
-out=$(python3 "$CHJ_ROOT/tests/logwrites/selftest.py" --lw-replay "$LW" --chj "$CHJ") || {
+# (--quick: through libchj only; the chj command is cross-checked below.)
+out=$(python3 "$CHJ_ROOT/tests/logwrites/selftest.py" --quick --lw-replay "$LW" --chj "$CHJ") || {
 	printf '%s\n' "$out"
 	fail "lw-replay selftest"
 }
 tail -n 1 <<<"$out"
 log "self-test done ($(elapsed))"
 
-for spec in "8 1500 0" "128 600 1"; do
-	read -r RS IOS DELAY <<<"$spec"
-	run_one "$RS" "$IOS" "$DELAY"
+# Region size, fio writes per job, metadata write delay (ms), extra checks.
+# Torn metadata writes triple the states to check: only in the second run.
+for spec in "8 1500 0" "128 600 1 --torn"; do
+	read -r RS IOS DELAY EXTRA <<<"$spec"
+	log "=== region size $RS sectors, metadata writes delayed $DELAY ms"
+	lw_up "$RS" "$DELAY"
+	baseline
+	lw_mark
+	log "baseline: epoch $E begins at log mark 'base' ($(elapsed))"
+	workload "$IOS"
+	log "chj status: $(dmsetup status c)"
+	log "log-writes status: $(dmsetup status lw)"
+	lw_down
+	log "workload done ($(elapsed))"
 
-	log "replay, region size $RS: the real target (libchj every point, chj command every 500th)"
+	log "replay: the real target (libchj at every point, the chj command every 500th${EXTRA:+, $EXTRA})"
 	t0=$SECONDS
-	out=$(replay "$RS" --cli-every 500 --meta-file /tmp/crash-meta.img 2>&1) || {
+	# shellcheck disable=SC2086
+	out=$(lw_replay "$RS" $EXTRA --cli-every 500 --meta-file /tmp/crash-meta.img 2>&1) || {
 		printf '%s\n' "$out"
-		cp /tmp/crash-meta.img "$CHJ_OUT/crash-meta-rs$RS.img" 2>/dev/null || true
-		cp /dev/ram1 "$CHJ_OUT/log-rs$RS.bin" 2>/dev/null || true
+		cp /tmp/crash-meta.img "$CHJ_OUT/crash-meta-rs$RS.img" || true
+		lw_save_log "$CHJ_OUT/log-rs$RS.bin"
+		echo "E=$E META_S=$LW_META_S DEV_S=$LW_DEV_S RS=$RS" >"$CHJ_OUT/log-rs$RS.txt"
 		fail "dm-chj missed a change at a crash point (region size $RS): see above"
 	}
 	printf '%s\n' "$out"
 	points=$(sed -n 's/^crash points checked: \([0-9]*\) (passed.*/\1/p' <<<"$out")
-	[ -n "$points" ] && [ "$points" -ge 1000 ] ||
+	if [ -z "$points" ] || [ "$points" -lt 1000 ]; then
 		fail "too few crash points checked: '$points'"
-	echo "rs=$RS points=$points replay_s=$((SECONDS - t0))" >>"$CHJ_OUT/numbers.txt"
-	log "real target passed $points crash points in $((SECONDS - t0)) s ($(elapsed))"
+	fi
+	torn=$(sed -n 's/.* \([0-9]*\) torn-write states$/\1/p' <<<"$out")
+	echo "rs=$RS delay=$DELAY points=$points torn=$torn replay_s=$((SECONDS - t0))" >>"$CHJ_OUT/numbers.txt"
+	log "the real target passed $points crash points ($((SECONDS - t0)) s to check; $(elapsed))"
 
-	log "control: a model keeping every metadata write (weaker) must pass too"
-	replay "$RS" --model all | tail -n 1
+	log "control: keeping every metadata write (a weaker model) must pass too"
+	lw_replay "$RS" --model all | tail -n 1
 
 	log "control: a tracker that reports nothing must fail at every point with a change"
-	out=$(replay "$RS" --fake-empty --keep-going 2>&1) && fail "fake-empty tracker passed"
+	out=$(lw_replay "$RS" --fake-empty --keep-going 2>&1) && fail "fake-empty tracker passed"
 	line=$(grep '^violations at' <<<"$out") || fail "fake-empty: no violation count: $out"
 	echo "    $line"
 	[[ $line =~ ^violations\ at\ ([0-9]+)\ of\ ([0-9]+)\ crash\ points\ \(([0-9]+)\ with ]] ||
 		fail "fake-empty: cannot parse '$line'"
-	[ "${BASH_REMATCH[1]}" = "${BASH_REMATCH[3]}" ] && [ "${BASH_REMATCH[1]}" -gt 0 ] ||
+	if [ "${BASH_REMATCH[1]}" != "${BASH_REMATCH[3]}" ] || [ "${BASH_REMATCH[1]}" = 0 ]; then
 		fail "fake-empty: violations at ${BASH_REMATCH[1]} points, but ${BASH_REMATCH[3]} had changed data"
+	fi
 	echo "rs=$RS fake_empty_violations=${BASH_REMATCH[1]} of=${BASH_REMATCH[2]}" >>"$CHJ_OUT/numbers.txt"
 
-	expect_fail "no metadata writes after the mark" "$RS" --model none
-	expect_fail "FUA on bitmap writes ignored" "$RS" --model nofua
+	lw_expect_fail "control: no metadata writes after the mark" "$RS" --model none
+	lw_expect_fail "control: FUA on bitmap writes ignored" "$RS" --model nofua
 done
 log "all done ($(elapsed))"
