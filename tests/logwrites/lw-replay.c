@@ -14,13 +14,16 @@
  *             entry, plus FUA writes after it; non-FUA metadata writes since
  *             the last flush are dropped.
  *
- * The metadata of that state is written to an image file and
- * `chj changes --since E --metadata FILE` must report every origin region
- * whose content differs from the baseline (the state at the log mark where
- * epoch E began).  A metadata state chj rejects is a failure too, unless
- * the superblock area was still blank (not formatted yet) and nothing
- * changed.  See docs/testing.md, "Crash-consistency testing with
- * dm-log-writes", for the method and its limits.
+ * "chj changes --since E" on the metadata of that state must report every
+ * origin region whose content differs from the baseline (the state at the
+ * log mark where epoch E began).  It is asked through libchj in process
+ * (the code the command runs), and/or through the chj command on an image
+ * file (--cli, --cli-every N).  A metadata state chj rejects is a failure
+ * too, unless the superblock area was still blank (not formatted yet); then
+ * any changed region is a violation.  --torn adds the states where the
+ * metadata write in flight at a point is torn.  Controls: --fake-empty and
+ * --model all|none|nofua.  See docs/testing.md, "Crash-consistency testing
+ * with dm-log-writes", for the method and its limits.
  *
  * Log format (drivers/md/dm-log-writes.c): little-endian, in units of the
  * logged device's logical block size S.  Block 0: super {magic, version,

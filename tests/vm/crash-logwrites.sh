@@ -99,64 +99,69 @@ workload() {
 	fio_raw r4 --rw=randwrite --bs=4k --ioengine=libaio --iodepth=4 --number_ios=200
 }
 
-log "the checker's self-test on synthetic logs"
-# (--quick: through libchj only; the chj command is cross-checked below.)
-out=$(python3 "$CHJ_ROOT/tests/logwrites/selftest.py" --quick --lw-replay "$LW" --chj "$CHJ") || {
-	printf '%s\n' "$out"
-	fail "lw-replay selftest"
-}
-tail -n 1 <<<"$out"
-log "self-test done ($(elapsed))"
-
-# Region size, fio writes per job, metadata write delay (ms), extra checks.
-# Torn metadata writes triple the states to check: only in the second run.
-for spec in "8 1500 0" "128 600 1 --torn"; do
-	read -r RS IOS DELAY EXTRA <<<"$spec"
-	log "=== region size $RS sectors, metadata writes delayed $DELAY ms"
-	lw_up "$RS" "$DELAY"
-	baseline
-	lw_mark
-	log "baseline: epoch $E begins at log mark 'base' ($(elapsed))"
-	workload "$IOS"
-	log "chj status: $(dmsetup status c)"
-	log "log-writes status: $(dmsetup status lw)"
-	lw_down
-	log "workload done ($(elapsed))"
-
-	log "replay: the real target (libchj at every point, the chj command every 500th${EXTRA:+, $EXTRA})"
-	t0=$SECONDS
-	# shellcheck disable=SC2086
-	out=$(lw_replay "$RS" $EXTRA --cli-every 500 --meta-file /tmp/crash-meta.img 2>&1) || {
+# The whole test is one function, parsed before it runs: editing this file
+# while a run is in progress cannot break that run.
+main() {
+	log "the checker's self-test on synthetic logs"
+	# (--quick: through libchj only; the chj command is cross-checked below.)
+	out=$(python3 "$CHJ_ROOT/tests/logwrites/selftest.py" --quick --lw-replay "$LW" --chj "$CHJ") || {
 		printf '%s\n' "$out"
-		cp /tmp/crash-meta.img "$CHJ_OUT/crash-meta-rs$RS.img" || true
-		lw_save_log "$CHJ_OUT/log-rs$RS.bin"
-		echo "E=$E META_S=$LW_META_S DEV_S=$LW_DEV_S RS=$RS" >"$CHJ_OUT/log-rs$RS.txt"
-		fail "dm-chj missed a change at a crash point (region size $RS): see above"
+		fail "lw-replay selftest"
 	}
-	printf '%s\n' "$out"
-	points=$(sed -n 's/^crash points checked: \([0-9]*\) (passed.*/\1/p' <<<"$out")
-	if [ -z "$points" ] || [ "$points" -lt 1000 ]; then
-		fail "too few crash points checked: '$points'"
-	fi
-	torn=$(sed -n 's/.* \([0-9]*\) torn-write states$/\1/p' <<<"$out")
-	echo "rs=$RS delay=$DELAY points=$points torn=$torn replay_s=$((SECONDS - t0))" >>"$CHJ_OUT/numbers.txt"
-	log "the real target passed $points crash points ($((SECONDS - t0)) s to check; $(elapsed))"
+	tail -n 1 <<<"$out"
+	log "self-test done ($(elapsed))"
 
-	log "control: keeping every metadata write (a weaker model) must pass too"
-	lw_replay "$RS" --model all | tail -n 1
+	# Region size, fio writes per job, metadata write delay (ms), extra checks.
+	# Torn metadata writes triple the states to check: only in the second run.
+	for spec in "8 1500 0" "128 600 1 --torn"; do
+		read -r RS IOS DELAY EXTRA <<<"$spec"
+		log "=== region size $RS sectors, metadata writes delayed $DELAY ms"
+		lw_up "$RS" "$DELAY"
+		baseline
+		lw_mark
+		log "baseline: epoch $E begins at log mark 'base' ($(elapsed))"
+		workload "$IOS"
+		log "chj status: $(dmsetup status c)"
+		log "log-writes status: $(dmsetup status lw)"
+		lw_down
+		log "workload done ($(elapsed))"
 
-	log "control: a tracker that reports nothing must fail at every point with a change"
-	out=$(lw_replay "$RS" --fake-empty --keep-going 2>&1) && fail "fake-empty tracker passed"
-	line=$(grep '^violations at' <<<"$out") || fail "fake-empty: no violation count: $out"
-	echo "    $line"
-	[[ $line =~ ^violations\ at\ ([0-9]+)\ of\ ([0-9]+)\ crash\ points\ \(([0-9]+)\ with ]] ||
-		fail "fake-empty: cannot parse '$line'"
-	if [ "${BASH_REMATCH[1]}" != "${BASH_REMATCH[3]}" ] || [ "${BASH_REMATCH[1]}" = 0 ]; then
-		fail "fake-empty: violations at ${BASH_REMATCH[1]} points, but ${BASH_REMATCH[3]} had changed data"
-	fi
-	echo "rs=$RS fake_empty_violations=${BASH_REMATCH[1]} of=${BASH_REMATCH[2]}" >>"$CHJ_OUT/numbers.txt"
+		log "replay: the real target (libchj at every point, the chj command every 500th${EXTRA:+, $EXTRA})"
+		t0=$SECONDS
+		# shellcheck disable=SC2086
+		out=$(lw_replay "$RS" $EXTRA --cli-every 500 --meta-file /tmp/crash-meta.img 2>&1) || {
+			printf '%s\n' "$out"
+			cp /tmp/crash-meta.img "$CHJ_OUT/crash-meta-rs$RS.img" || true
+			lw_save_log "$CHJ_OUT/log-rs$RS.bin"
+			echo "E=$E META_S=$LW_META_S DEV_S=$LW_DEV_S RS=$RS" >"$CHJ_OUT/log-rs$RS.txt"
+			fail "dm-chj missed a change at a crash point (region size $RS): see above"
+		}
+		printf '%s\n' "$out"
+		points=$(sed -n 's/^crash points checked: \([0-9]*\) (passed.*/\1/p' <<<"$out")
+		if [ -z "$points" ] || [ "$points" -lt 1000 ]; then
+			fail "too few crash points checked: '$points'"
+		fi
+		torn=$(sed -n 's/.* \([0-9]*\) torn-write states$/\1/p' <<<"$out")
+		echo "rs=$RS delay=$DELAY points=$points torn=$torn replay_s=$((SECONDS - t0))" >>"$CHJ_OUT/numbers.txt"
+		log "the real target passed $points crash points ($((SECONDS - t0)) s to check; $(elapsed))"
 
-	lw_expect_fail "control: no metadata writes after the mark" "$RS" --model none
-	lw_expect_fail "control: FUA on bitmap writes ignored" "$RS" --model nofua
-done
-log "all done ($(elapsed))"
+		log "control: keeping every metadata write (a weaker model) must pass too"
+		lw_replay "$RS" --model all | tail -n 1
+
+		log "control: a tracker that reports nothing must fail at every point with a change"
+		out=$(lw_replay "$RS" --fake-empty --keep-going 2>&1) && fail "fake-empty tracker passed"
+		line=$(grep '^violations at' <<<"$out") || fail "fake-empty: no violation count: $out"
+		echo "    $line"
+		[[ $line =~ ^violations\ at\ ([0-9]+)\ of\ ([0-9]+)\ crash\ points\ \(([0-9]+)\ with ]] ||
+			fail "fake-empty: cannot parse '$line'"
+		if [ "${BASH_REMATCH[1]}" != "${BASH_REMATCH[3]}" ] || [ "${BASH_REMATCH[1]}" = 0 ]; then
+			fail "fake-empty: violations at ${BASH_REMATCH[1]} points, but ${BASH_REMATCH[3]} had changed data"
+		fi
+		echo "rs=$RS fake_empty_violations=${BASH_REMATCH[1]} of=${BASH_REMATCH[2]}" >>"$CHJ_OUT/numbers.txt"
+
+		lw_expect_fail "control: no metadata writes after the mark" "$RS" --model none
+		lw_expect_fail "control: FUA on bitmap writes ignored" "$RS" --model nofua
+	done
+	log "all done ($(elapsed))"
+}
+main; exit
