@@ -1,0 +1,227 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0 OR MIT
+"""Ground truth for chj-resolve tests, computed independently of it.
+
+  fstruth.py snap ROOT OUT
+      Record every path under ROOT (not crossing mounts): type, inode, size,
+      mode, uid, gid, nlink, mtime, xattrs, a content hash (files), the
+      target (symlinks) and the sorted entry names (directories).
+
+  fstruth.py check BEFORE AFTER RESOLVE_OUT --mount M [--json] [--writes F]
+      The truly changed set: every path of AFTER that is new, names another
+      inode, or whose record differs, and every directory whose entries
+      changed.  Fails (exit 1) if any of it is missing from chj-resolve's
+      output (-0 or --json).  Prints the false positives (listed but
+      unchanged) and the precision.  With --writes F (lines "PATH OFFSET
+      LENGTH", PATH relative to M), the --json ranges of PATH must cover
+      every such byte range.
+
+  fstruth.py diffimg A B > ranges
+      Sector ranges ("START LEN", 4 KiB granularity) where two images
+      differ: a change map for host tests, where there is no dm-chj.
+"""
+import hashlib
+import json
+import os
+import stat
+import sys
+
+
+def xattrs(path):
+    try:
+        names = os.listxattr(path, follow_symlinks=False)
+    except OSError:
+        return []
+    out = []
+    for n in sorted(names):
+        try:
+            v = os.getxattr(path, n, follow_symlinks=False)
+        except OSError:
+            v = b"?"
+        out.append([n, hashlib.sha256(v).hexdigest()])
+    return out
+
+
+def content_hash(path):
+    h = hashlib.sha256()
+    with open(path, "rb", buffering=0) as f:
+        while True:
+            b = f.read(1 << 20)
+            if not b:
+                break
+            h.update(b)
+    return h.hexdigest()
+
+
+def record(root, rel, st):
+    path = os.path.join(root, rel) if rel else root
+    r = {
+        "ino": st.st_ino, "mode": st.st_mode, "uid": st.st_uid,
+        "gid": st.st_gid, "nlink": st.st_nlink, "mtime": st.st_mtime_ns,
+        "xattrs": xattrs(path),
+    }
+    if stat.S_ISREG(st.st_mode):
+        r["size"] = st.st_size
+        r["hash"] = content_hash(path)
+    elif stat.S_ISLNK(st.st_mode):
+        r["target"] = os.fsdecode(os.readlink(path))
+    elif stat.S_ISDIR(st.st_mode):
+        r["entries"] = sorted(os.fsdecode(e) for e in os.listdir(os.fsencode(path)))
+    return r
+
+
+def snap(root, out):
+    root = os.path.abspath(root)
+    dev = os.lstat(root).st_dev
+    recs = {}
+    recs[""] = record(root, "", os.lstat(root))
+    stack = [""]
+    while stack:
+        d = stack.pop()
+        full = os.path.join(root, d) if d else root
+        for name in os.listdir(os.fsencode(full)):
+            name = os.fsdecode(name)
+            rel = os.path.join(d, name) if d else name
+            st = os.lstat(os.path.join(root, rel))
+            if st.st_dev != dev:
+                continue
+            recs[rel] = record(root, rel, st)
+            if stat.S_ISDIR(st.st_mode):
+                stack.append(rel)
+    with open(out, "w") as f:
+        json.dump(recs, f, sort_keys=True)
+    print(f"snap: {len(recs)} paths under {root}")
+
+
+def load(p):
+    with open(p) as f:
+        return json.load(f)
+
+
+def resolve_output(path, mount, is_json):
+    """Relative paths (and JSON records) from chj-resolve's output."""
+    mount = os.path.abspath(mount)
+    listed, recs = set(), {}
+    data = open(path, "rb").read()
+    if is_json:
+        for line in data.decode("utf-8", "surrogateescape").splitlines():
+            if not line.strip():
+                continue
+            o = json.loads(line)
+            listed.add(o["path"])
+            recs[o["path"]] = o
+    else:
+        for p in data.split(b"\0"):
+            if p:
+                listed.add(os.fsdecode(p))
+    rel = set()
+    relrecs = {}
+    for p in listed:
+        if p == mount:
+            r = ""
+        elif p.startswith(mount.rstrip("/") + "/"):
+            r = p[len(mount.rstrip("/")) + 1:]
+        else:
+            raise SystemExit(f"check: output path outside the mount: {p!r}")
+        rel.add(r)
+        if p in recs:
+            relrecs[r] = recs[p]
+    return rel, relrecs
+
+
+def covered(ranges, off, length):
+    end = off + length
+    pos = off
+    for r in sorted(ranges, key=lambda x: x["start"]):
+        if r["start"] <= pos < r["start"] + r["length"]:
+            pos = r["start"] + r["length"]
+            if pos >= end:
+                return True
+    return pos >= end
+
+
+def check(before, after, out, mount, is_json, writes):
+    b, a = load(before), load(after)
+    truth = {}
+    for rel, ra in a.items():
+        rb = b.get(rel)
+        if rb is None:
+            truth[rel] = "new path"
+        elif rb["ino"] != ra["ino"]:
+            truth[rel] = "other inode"
+        elif rb != ra:
+            diff = sorted(k for k in set(ra) | set(rb) if ra.get(k) != rb.get(k))
+            truth[rel] = "changed " + ",".join(diff)
+    listed, recs = resolve_output(out, mount, is_json)
+    missing = sorted(set(truth) - listed)
+    fp = sorted(p for p in listed - set(truth) if p in a)
+    gone = sorted(p for p in listed if p not in a)
+    ok = True
+    for p in missing:
+        print(f"MISSING: /{p}: {truth[p]}")
+        ok = False
+    if writes:
+        for line in open(writes):
+            p, off, ln = line.split()
+            r = recs.get(p)
+            if r is None:
+                print(f"MISSING: /{p}: written, not in the --json output")
+                ok = False
+                continue
+            if not covered(r.get("ranges", []), int(off), int(ln)):
+                print(f"UNCOVERED: /{p}: bytes {off}+{ln} not in its ranges")
+                ok = False
+    prec = len(truth) / len(listed) if listed else 1.0
+    print(f"check: truly changed {len(truth)}, listed {len(listed)}, missing {len(missing)}, "
+          f"false positives {len(fp)}, listed but gone {len(gone)}, precision {prec:.2f}")
+    if fp:
+        print("false positives (first 20): " + " ".join("/" + p for p in fp[:20]))
+    return 0 if ok else 1
+
+
+def diffimg(pa, pb, region=4096):
+    sa, sb = os.path.getsize(pa), os.path.getsize(pb)
+    n = max(sa, sb)
+    fa, fb = open(pa, "rb"), open(pb, "rb")
+    start = None
+    chunk = 1 << 20
+    pos = 0
+    out = sys.stdout
+    while pos < n:
+        da, db = fa.read(chunk), fb.read(chunk)
+        if da == db and len(da) == chunk:
+            if start is not None:
+                out.write(f"{start // 512} {(pos - start) // 512}\n")
+                start = None
+            pos += chunk
+            continue
+        for o in range(0, max(len(da), len(db), chunk), region):
+            if pos + o >= n:
+                break
+            if da[o:o + region] != db[o:o + region]:
+                if start is None:
+                    start = pos + o
+            elif start is not None:
+                out.write(f"{start // 512} {(pos + o - start) // 512}\n")
+                start = None
+        pos += chunk
+    if start is not None:
+        out.write(f"{start // 512} {(n - start) // 512}\n")
+
+
+def main():
+    a = sys.argv[1:]
+    if a[:1] == ["snap"] and len(a) == 3:
+        snap(a[1], a[2])
+    elif a[:1] == ["diffimg"] and len(a) == 3:
+        diffimg(a[1], a[2])
+    elif a[:1] == ["check"] and len(a) >= 6 and a[4] == "--mount":
+        is_json = "--json" in a[6:]
+        writes = a[a.index("--writes") + 1] if "--writes" in a else None
+        sys.exit(check(a[1], a[2], a[3], a[5], is_json, writes))
+    else:
+        sys.exit(__doc__)
+
+
+if __name__ == "__main__":
+    main()

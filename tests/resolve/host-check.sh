@@ -1,0 +1,76 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR MIT
+# chj-resolve against ground truth on the host, with a loop device and no
+# dm-chj: the change map is the difference between images of the device
+# taken before and after the workload (a subset of what dm-chj would mark,
+# which is all the resolver may rely on), passed through CHJ_RESOLVE_CHANGES.
+#
+#   tests/resolve/host-check.sh ext4|xfs|xfs-normap|btrfs [MKFS_OPTION...]
+# Needs root and loop devices.  Work files go to $TMPDIR (default /tmp).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+RESOLVE=$root/userspace/chj-resolve
+TRUTH=$here/fstruth.py
+# shellcheck source=tests/resolve/workload.sh
+. "$here/workload.sh"
+
+fs=${1:?usage: $0 ext4|xfs|xfs-normap|btrfs [MKFS_OPTION...]}
+shift
+work=$(mktemp -d "${TMPDIR:-/tmp}/chj-resolve-host.XXXXXX")
+mnt=$work/mnt
+img=$work/dev.img
+loop=
+cleanup() {
+	set +e
+	mountpoint -q "$mnt" && umount "$mnt"
+	[ -n "$loop" ] && losetup -d "$loop"
+	[ -n "${KEEP:-}" ] || rm -rf "$work"
+}
+trap cleanup EXIT
+
+truncate -s "${HOST_DEV_MB:-640}M" "$img"
+loop=$(losetup -f --show "$img")
+case $fs in
+ext4) mkfs.ext4 -q "$@" "$loop" ;;
+xfs) mkfs.xfs -q -f -m rmapbt=1 "$@" "$loop" ;;
+xfs-normap) mkfs.xfs -q -f -m rmapbt=0 "$@" "$loop" ;;
+btrfs) mkfs.btrfs -q -f "$@" "$loop" ;;
+*) echo "unknown filesystem $fs" >&2; exit 2 ;;
+esac
+mkdir -p "$mnt"
+mount "$loop" "$mnt"
+
+echo "--- populate"
+wl_populate "$mnt"
+sync
+python3 "$TRUTH" snap "$mnt" "$work/before.json"
+sync
+# The "checkpoint": a consistent image of the device.
+fsfreeze -f "$mnt"
+cp --sparse=always "$img" "$work/before.img"
+fsfreeze -u "$mnt"
+
+echo "--- modify"
+wl_modify "$mnt" "$work/writes"
+sync
+cp --sparse=always "$img" "$work/after.img"
+python3 "$TRUTH" diffimg "$work/before.img" "$work/after.img" >"$work/changes"
+echo "changed ranges: $(wc -l <"$work/changes")"
+
+echo "--- resolve"
+rc=0
+CHJ_RESOLVE_CHANGES=$work/changes "$RESOLVE" --stats --json "$loop" >"$work/out.json" || rc=$?
+CHJ_RESOLVE_CHANGES=$work/changes "$RESOLVE" -0 "$loop" >"$work/out0" || rc=$?
+CHJ_RESOLVE_CHANGES=$work/changes "$RESOLVE" "$loop" >"$work/out.txt" || rc=$?
+[ $rc = 0 ] || { echo "chj-resolve exited $rc"; exit 1; }
+python3 "$TRUTH" snap "$mnt" "$work/after.json"
+python3 "$TRUTH" check "$work/before.json" "$work/after.json" "$work/out0" --mount "$mnt"
+python3 "$TRUTH" check "$work/before.json" "$work/after.json" "$work/out.json" --mount "$mnt" \
+	--json --writes "$work/writes"
+# The escaped line output names the same paths as -0.
+n0=$(tr -cd '\0' <"$work/out0" | wc -c)
+nl=$(wc -l <"$work/out.txt")
+[ "$n0" = "$nl" ] || { echo "line output has $nl paths, -0 has $n0"; exit 1; }
+grep -q '^\\.*new\\nline$' "$work/out.txt" || { echo "escaped newline name missing"; exit 1; }
+echo "PASS host-check $fs"

@@ -1,0 +1,831 @@
+// SPDX-License-Identifier: GPL-2.0 OR MIT
+/*
+ * ext2/3/4: classify the changed blocks with libext2fs, then name files.
+ *
+ *  1. Journal blocks in changed regions: the jbd2 transactions written
+ *     there name home blocks (jbd2.c), which are added to the changed set,
+ *     since a committed transaction's home blocks may not be written back
+ *     yet.
+ *  2. Inode-table blocks: their inodes, by arithmetic (group, index).
+ *  3. Superblocks, group descriptors, bitmaps, MMP: other metadata.  No
+ *     file change is only there: allocating or freeing also writes the
+ *     inode (i_blocks, size) or a directory block.
+ *  4. Everything else: an inode scan walks extent trees (and block maps,
+ *     EA blocks) to find the owner of each changed block: data -> the file,
+ *     directory blocks -> the directory, extent-tree/indirect blocks -> the
+ *     file's extent map, EA blocks -> every inode using it.  Blocks free in
+ *     the block bitmap need no owner; the scan stops once every allocated
+ *     changed block has its owner (ext4 shares no block, except EA blocks,
+ *     whose sharers are all found).
+ *  5. The namespace walk (walk.c) names every listed inode, every link.
+ */
+#include <errno.h>
+#include <ext2fs/ext2_fs.h>
+#include <ext2fs/ext2fs.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "jbd2.h"
+#include "resolve.h"
+
+#define E4_MAX_DEPTH	5	/* EXT4_MAX_EXTENT_DEPTH */
+#define EXT_MAGIC	0xf30a
+#define EA_MAGIC	0xea020000u
+
+struct itab {
+	uint64_t start, len;	/* bytes */
+	uint32_t group;
+};
+
+struct jext {
+	uint64_t lblk, pblk, len;	/* journal inode extents, blocks */
+};
+
+struct e4 {
+	struct resolver *r;
+	ext2_filsys fs;
+	uint64_t bs, nblocks, fs_bytes;
+	uint32_t isz, ipg, first_ino;
+	struct rangeset changed;	/* device changes in the fs + journal homes */
+	struct rangeset jhome;		/* home blocks named by the journal */
+	struct rangeset itable, statmeta, journal;
+	struct itab *it;
+	size_t nit, itcap;
+	struct jext *jm;
+	size_t njm, jmcap;
+	struct rangeset other;		/* changed, not static metadata */
+	struct rangeset other_alloc;	/* of those, allocated */
+	uint64_t remaining;		/* other_alloc bytes without owner yet */
+	int shared_ea;			/* a changed EA block has sharers */
+	uint64_t *ea_seen;
+	size_t nea, eacap;
+	unsigned char *lvl[E4_MAX_DEPTH + 1];
+};
+
+static uint16_t le16(const unsigned char *p)
+{
+	return (uint16_t)(p[0] | p[1] << 8);
+}
+
+static uint32_t le32(const unsigned char *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* ---- walking an inode's blocks ---- */
+
+struct visit {
+	/* a run of file blocks [lblk, lblk + len) at pblk */
+	void (*ext)(struct e4 *c, void *ctx, uint64_t lblk, uint64_t pblk, uint64_t len,
+		    int unwritten);
+	/* a mapping block: extent-tree node or indirect block */
+	void (*node)(struct e4 *c, void *ctx, uint64_t pblk);
+	void *ctx;
+	int bad;		/* a malformed map was seen */
+};
+
+static int ext_node(struct e4 *c, const unsigned char *h, size_t size, int depth_want,
+		    struct visit *v, int level)
+{
+	unsigned entries = le16(h + 2), max = le16(h + 4), depth = le16(h + 6);
+
+	if (le16(h) != EXT_MAGIC || entries > max || max > (size - 12) / 12 ||
+	    depth > E4_MAX_DEPTH || (depth_want >= 0 && (int)depth != depth_want) ||
+	    level > E4_MAX_DEPTH) {
+		v->bad = 1;
+		return -1;
+	}
+	for (unsigned i = 0; i < entries; i++) {
+		const unsigned char *e = h + 12 + 12 * i;
+
+		if (!depth) {
+			uint64_t lblk = le32(e), len = le16(e + 4);
+			uint64_t pblk = (uint64_t)le16(e + 6) << 32 | le32(e + 8);
+			int unwritten = len > 32768;
+
+			if (unwritten)
+				len -= 32768;
+			if (!len || pblk >= c->nblocks || len > c->nblocks - pblk) {
+				v->bad = 1;
+				continue;
+			}
+			v->ext(c, v->ctx, lblk, pblk, len, unwritten);
+		} else {
+			uint64_t child = (uint64_t)le16(e + 8) << 32 | le32(e + 4);
+			unsigned char *b = c->lvl[level + 1];
+
+			if (child >= c->nblocks) {
+				v->bad = 1;
+				continue;
+			}
+			if (v->node)
+				v->node(c, v->ctx, child);
+			if (io_channel_read_blk64(c->fs->io, child, 1, b)) {
+				v->bad = 1;
+				continue;
+			}
+			ext_node(c, b, c->bs, (int)depth - 1, v, level + 1);
+		}
+	}
+	return 0;
+}
+
+struct bi_ctx {
+	struct e4 *c;
+	struct visit *v;
+};
+
+static int bi_cb(ext2_filsys fs, blk64_t *blocknr, e2_blkcnt_t blockcnt,
+		 blk64_t ref_blk, int ref_offset, void *priv)
+{
+	struct bi_ctx *b = priv;
+
+	(void)fs;
+	(void)ref_blk;
+	(void)ref_offset;
+	if (*blocknr >= b->c->nblocks) {
+		b->v->bad = 1;
+		return 0;
+	}
+	if (blockcnt >= 0)
+		b->v->ext(b->c, b->v->ctx, (uint64_t)blockcnt, *blocknr, 1, 0);
+	else if (b->v->node)
+		b->v->node(b->c, b->v->ctx, *blocknr);
+	return 0;
+}
+
+/* Visit every block of inode ino (data and mapping blocks, not EA). */
+static void inode_blocks(struct e4 *c, ext2_ino_t ino, struct ext2_inode *inode,
+			 struct visit *v)
+{
+	if (!ext2fs_inode_has_valid_blocks2(c->fs, inode))
+		return;
+	if (inode->i_flags & EXT4_INLINE_DATA_FL)
+		return;
+	if (inode->i_flags & EXT4_EXTENTS_FL) {
+		ext_node(c, (const unsigned char *)inode->i_block, sizeof(inode->i_block), -1, v, 0);
+		return;
+	}
+	{
+		struct bi_ctx b = { c, v };
+
+		if (ext2fs_block_iterate3(c->fs, ino, BLOCK_FLAG_READ_ONLY, NULL, bi_cb, &b))
+			v->bad = 1;
+	}
+}
+
+/* ---- static layout ---- */
+
+static void add_itab(struct e4 *c, uint64_t blk, uint64_t nblk, uint32_t g)
+{
+	xgrow((void **)&c->it, &c->itcap, c->nit + 1, sizeof(*c->it));
+	c->it[c->nit].start = blk * c->bs;
+	c->it[c->nit].len = nblk * c->bs;
+	c->it[c->nit].group = g;
+	c->nit++;
+	rs_add(&c->itable, blk * c->bs, nblk * c->bs);
+}
+
+static int cmp_itab(const void *a, const void *b)
+{
+	const struct itab *x = a, *y = b;
+
+	return (x->start > y->start) - (x->start < y->start);
+}
+
+static void jm_ext(struct e4 *c, void *ctx, uint64_t lblk, uint64_t pblk, uint64_t len,
+		   int unwritten)
+{
+	(void)ctx;
+	(void)unwritten;
+	xgrow((void **)&c->jm, &c->jmcap, c->njm + 1, sizeof(*c->jm));
+	c->jm[c->njm].lblk = lblk;
+	c->jm[c->njm].pblk = pblk;
+	c->jm[c->njm].len = len;
+	c->njm++;
+	rs_add(&c->journal, pblk * c->bs, len * c->bs);
+}
+
+static void jm_node(struct e4 *c, void *ctx, uint64_t pblk)
+{
+	(void)ctx;
+	rs_add(&c->journal, pblk * c->bs, c->bs);
+}
+
+static int layout(struct e4 *c)
+{
+	ext2_filsys fs = c->fs;
+	struct ext2_super_block *sb = fs->super;
+	struct resolver *r = c->r;
+
+	for (dgrp_t g = 0; g < fs->group_desc_count; g++) {
+		blk64_t sblk = 0, old_desc = 0, new_desc = 0, it;
+		blk_t used = 0;
+
+		if (ext2fs_super_and_bgd_loc2(fs, g, &sblk, &old_desc, &new_desc, &used))
+			return rx_fail(r, RX_ERROR, "%s: group %u: cannot locate its superblock",
+				       r->dev_path, g);
+		if (sblk || !g)
+			rs_add(&c->statmeta, (uint64_t)sblk * c->bs, c->bs);
+		if (old_desc)
+			rs_add(&c->statmeta, old_desc * c->bs,
+			       ((uint64_t)fs->desc_blocks + sb->s_reserved_gdt_blocks) * c->bs);
+		if (new_desc)
+			rs_add(&c->statmeta, new_desc * c->bs, c->bs);
+		rs_add(&c->statmeta, ext2fs_block_bitmap_loc(fs, g) * c->bs, c->bs);
+		rs_add(&c->statmeta, ext2fs_inode_bitmap_loc(fs, g) * c->bs, c->bs);
+		it = ext2fs_inode_table_loc(fs, g);
+		if (!it || it >= c->nblocks || fs->inode_blocks_per_group > c->nblocks - it)
+			return rx_fail(r, RX_ERROR, "%s: group %u: inode table out of range",
+				       r->dev_path, g);
+		add_itab(c, it, fs->inode_blocks_per_group, g);
+	}
+	/* Block 0 holds the boot sector (and the superblock at 1 KiB). */
+	rs_add(&c->statmeta, 0, (uint64_t)(sb->s_first_data_block + 1) * c->bs);
+	if (ext2fs_has_feature_mmp(sb) && sb->s_mmp_block && sb->s_mmp_block < c->nblocks)
+		rs_add(&c->statmeta, sb->s_mmp_block * c->bs, c->bs);
+	rs_normalize(&c->statmeta);
+	rs_normalize(&c->itable);
+	qsort(c->it, c->nit, sizeof(*c->it), cmp_itab);
+
+	if (ext2fs_has_feature_journal_dev(sb))
+		return rx_fail(r, RX_FULL_SCAN, "%s is an external journal device", r->dev_path);
+	if (ext2fs_has_feature_journal(sb)) {
+		struct ext2_inode inode;
+		struct visit v = { jm_ext, jm_node, NULL, 0 };
+
+		if (!sb->s_journal_inum)
+			return rx_fail(r, RX_FULL_SCAN,
+				       "the ext4 journal is on another device: its changes are not tracked here");
+		if (ext2fs_read_inode(fs, sb->s_journal_inum, &inode))
+			return rx_fail(r, RX_ERROR, "%s: cannot read the journal inode", r->dev_path);
+		inode_blocks(c, sb->s_journal_inum, &inode, &v);
+		if (v.bad || !c->njm)
+			return rx_fail(r, RX_ERROR, "%s: the journal inode's block map is damaged",
+				       r->dev_path);
+		rs_normalize(&c->journal);
+	}
+	return RX_OK;
+}
+
+/* ---- the journal ---- */
+
+static uint64_t jblk_to_pblk(struct e4 *c, uint64_t jblk)
+{
+	size_t lo = 0, hi = c->njm;
+
+	/* Extents come in logical order from the walk. */
+	while (lo < hi) {
+		size_t m = lo + (hi - lo) / 2;
+
+		if (c->jm[m].lblk + c->jm[m].len <= jblk)
+			lo = m + 1;
+		else
+			hi = m;
+	}
+	if (lo < c->njm && c->jm[lo].lblk <= jblk)
+		return c->jm[lo].pblk + (jblk - c->jm[lo].lblk);
+	return UINT64_MAX;
+}
+
+static int j_read(void *ctx, uint64_t jblk, void *buf)
+{
+	struct e4 *c = ctx;
+	uint64_t p = jblk_to_pblk(c, jblk);
+
+	if (p == UINT64_MAX)
+		return -1;
+	/* O_DIRECT: jbd2 writes journal blocks from private buffers. */
+	return raw_read(c->r, buf, c->bs, p * c->bs) ? -1 : 0;
+}
+
+static int j_changed(void *ctx, uint64_t jblk)
+{
+	struct e4 *c = ctx;
+	uint64_t p = jblk_to_pblk(c, jblk);
+
+	return p != UINT64_MAX && rs_overlaps(&c->r->changed, p * c->bs, c->bs);
+}
+
+static void j_home(void *ctx, uint64_t blk)
+{
+	struct e4 *c = ctx;
+
+	if (blk < c->nblocks)
+		rs_add(&c->jhome, blk * c->bs, c->bs);
+}
+
+static int scan_journal(struct e4 *c)
+{
+	struct resolver *r = c->r;
+	struct jbd2_src src = { c, (uint32_t)c->bs, 0, j_read, j_changed, j_home };
+	struct jbd2_info info;
+
+	if (!c->njm || !rs_overlaps(&c->journal, 0, UINT64_MAX))
+		return RX_OK;
+	for (size_t i = 0; i < r->changed.n; i++)
+		if (rs_overlaps(&c->journal, r->changed.v[i].start, r->changed.v[i].len))
+			goto touched;
+	return RX_OK;
+touched:
+	src.nblocks = c->jm[c->njm - 1].lblk + c->jm[c->njm - 1].len;
+	if (jbd2_scan(&src, &info)) {
+		/* Without the journal's contents nothing hidden there is known. */
+		return rx_fail(r, RX_FULL_SCAN, "the ext4 journal cannot be read: %s", info.why);
+	}
+	rs_normalize(&c->jhome);
+	r->st.journal_trans = info.counted;
+	r->st.journal_blocks = rs_total(&c->jhome) / c->bs;
+	return RX_OK;
+}
+
+/* ---- inode tables ---- */
+
+static int skip_ino(struct e4 *c, uint64_t ino)
+{
+	struct ext2_super_block *sb = c->fs->super;
+
+	if (ino == EXT2_ROOT_INO)
+		return 0;
+	return ino < c->first_ino || ino == sb->s_journal_inum ||
+	       ino == sb->s_usr_quota_inum || ino == sb->s_grp_quota_inum ||
+	       ino == sb->s_prj_quota_inum || ino == sb->s_orphan_file_inum;
+}
+
+struct blkcache {
+	unsigned char *buf;
+	uint64_t blk;
+	int valid;
+};
+
+static void itable_range(struct e4 *c, uint64_t a, uint64_t len, unsigned reasons,
+			 struct blkcache *bc)
+{
+	uint64_t b = a + len;
+	size_t lo = 0, hi = c->nit;
+
+	while (lo < hi) {
+		size_t m = lo + (hi - lo) / 2;
+
+		if (c->it[m].start + c->it[m].len <= a)
+			lo = m + 1;
+		else
+			hi = m;
+	}
+	for (size_t k = lo; k < c->nit && c->it[k].start < b; k++) {
+		const struct itab *t = &c->it[k];
+		uint64_t s = a > t->start ? a : t->start;
+		uint64_t e = b < t->start + t->len ? b : t->start + t->len;
+		uint64_t first = (s - t->start) / c->isz, last = (e - t->start + c->isz - 1) / c->isz;
+
+		for (uint64_t idx = first; idx < last && idx < c->ipg; idx++) {
+			uint64_t ino = (uint64_t)t->group * c->ipg + idx + 1;
+			uint64_t off = t->start + idx * c->isz, blk = off / c->bs;
+			const unsigned char *raw;
+			struct item *it;
+
+			if (skip_ino(c, ino))
+				continue;
+			/* Read the block holding the inode, once. */
+			if (!bc->valid || bc->blk != blk) {
+				bc->valid = !io_channel_read_blk64(c->fs->io, blk, 1, bc->buf);
+				bc->blk = blk;
+				if (!bc->valid)
+					continue;
+			}
+			raw = bc->buf + (off % c->bs);
+			/* i_links_count: unused and deleted inodes have none. */
+			if (!le16(raw + 26))
+				continue;
+			it = res_get(&c->r->res, 0, ino);
+			it->reasons |= RSN_INODE | reasons;
+			it->type = ftype_from_mode(le16(raw));
+			it->size = le32(raw + 4) | (uint64_t)le32(raw + 108) << 32;
+		}
+	}
+}
+
+static void do_itables(struct e4 *c)
+{
+	struct blkcache bc = { xmalloc(c->bs), 0, 0 };
+
+	/* Journal-named inode blocks first, so they carry the journal reason. */
+	for (size_t i = 0; i < c->jhome.n; i++) {
+		struct range g = c->jhome.v[i];
+
+		if (rs_overlaps(&c->itable, g.start, g.len))
+			itable_range(c, g.start, g.len, RSN_JOURNAL, &bc);
+	}
+	for (size_t i = 0; i < c->changed.n; i++) {
+		struct range g = c->changed.v[i];
+
+		if (rs_overlaps(&c->itable, g.start, g.len))
+			itable_range(c, g.start, g.len, 0, &bc);
+	}
+	free(bc.buf);
+}
+
+/* ---- free space ---- */
+
+/* Remove from c->other the blocks free in the block bitmap: other_alloc. */
+static void find_allocated(struct e4 *c)
+{
+	ext2_filsys fs = c->fs;
+	struct ext2_super_block *sb = fs->super;
+	unsigned char *bm = xmalloc(c->bs);
+	dgrp_t cached = (dgrp_t)-1;
+	int uninit = 0, have = 0;
+
+	rs_clear(&c->other_alloc);
+	if (ext2fs_has_feature_bigalloc(sb)) {
+		/* Clusters complicate the arithmetic; scan for every block. */
+		for (size_t i = 0; i < c->other.n; i++)
+			rs_add(&c->other_alloc, c->other.v[i].start, c->other.v[i].len);
+		free(bm);
+		return;
+	}
+	for (size_t i = 0; i < c->other.n; i++) {
+		uint64_t b0 = c->other.v[i].start / c->bs;
+		uint64_t b1 = (c->other.v[i].start + c->other.v[i].len + c->bs - 1) / c->bs;
+
+		for (uint64_t b = b0; b < b1; b++) {
+			dgrp_t g;
+			uint64_t bit;
+			int used;
+
+			if (b < sb->s_first_data_block)
+				continue;
+			g = (dgrp_t)((b - sb->s_first_data_block) / sb->s_blocks_per_group);
+			bit = (b - sb->s_first_data_block) % sb->s_blocks_per_group;
+			if (g != cached) {
+				cached = g;
+				uninit = ext2fs_bg_flags_test(fs, g, EXT2_BG_BLOCK_UNINIT);
+				have = !uninit && !io_channel_read_blk64(fs->io,
+						ext2fs_block_bitmap_loc(fs, g), 1, bm);
+			}
+			/* Unreadable bitmap: count the block as allocated. */
+			used = uninit ? 0 : !have || bit / 8 >= c->bs || (bm[bit / 8] >> (bit % 8) & 1);
+			if (used)
+				rs_add(&c->other_alloc, b * c->bs, c->bs);
+		}
+	}
+	rs_normalize(&c->other_alloc);
+	free(bm);
+}
+
+/* ---- the owner scan ---- */
+
+struct owner {
+	ext2_ino_t ino;
+	struct ext2_inode *inode;
+	int special;		/* no path: attribute only */
+	unsigned hit;		/* reasons found */
+};
+
+static unsigned owner_reason(const struct owner *o, int mapping)
+{
+	if (ftype_from_mode(o->inode->i_mode) == FT_DIR)
+		return RSN_DIRECTORY | (mapping ? RSN_MAPPING : 0);
+	return mapping ? RSN_MAPPING : RSN_DATA;
+}
+
+static void claim(struct e4 *c, struct owner *o, uint64_t start, uint64_t len, int mapping)
+{
+	uint64_t got = rs_overlap_bytes(&c->other_alloc, start, len);
+	enum ftype t = ftype_from_mode(o->inode->i_mode);
+	int a;
+
+	if (!rs_overlaps(&c->other, start, len))
+		return;
+	if (got > c->remaining)
+		got = c->remaining;
+	c->remaining -= got;
+	a = o->special ? AT_META : mapping ? AT_MAPPING : t == FT_DIR ? AT_DIR : AT_DATA;
+	c->r->st.attr[a] += rs_overlap_bytes(&c->r->changed, start, len);
+	if (o->special)
+		return;
+	o->hit |= owner_reason(o, mapping);
+	if (rs_overlaps(&c->jhome, start, len))
+		o->hit |= RSN_JOURNAL;
+}
+
+static void own_ext(struct e4 *c, void *ctx, uint64_t lblk, uint64_t pblk, uint64_t len,
+		    int unwritten)
+{
+	(void)lblk;
+	(void)unwritten;
+	claim(c, ctx, pblk * c->bs, len * c->bs, 0);
+}
+
+static void own_node(struct e4 *c, void *ctx, uint64_t pblk)
+{
+	claim(c, ctx, pblk * c->bs, c->bs, 1);
+}
+
+static void own_ea(struct e4 *c, struct owner *o, uint64_t blk)
+{
+	uint64_t start = blk * c->bs;
+	unsigned char *b;
+	size_t i;
+
+	if (!rs_overlaps(&c->other, start, c->bs))
+		return;
+	if (!o->special)
+		o->hit |= RSN_XATTR | (rs_overlaps(&c->jhome, start, c->bs) ? RSN_JOURNAL : 0);
+	for (i = 0; i < c->nea; i++)
+		if (c->ea_seen[i] == blk)
+			return;
+	xgrow((void **)&c->ea_seen, &c->eacap, c->nea + 1, sizeof(*c->ea_seen));
+	c->ea_seen[c->nea++] = blk;
+	/* First owner of this block: account it, and learn if it is shared. */
+	{
+		uint64_t got = rs_overlap_bytes(&c->other_alloc, start, c->bs);
+
+		c->remaining -= got > c->remaining ? c->remaining : got;
+		c->r->st.attr[AT_XATTR] += rs_overlap_bytes(&c->r->changed, start, c->bs);
+	}
+	b = xmalloc(c->bs);
+	if (io_channel_read_blk64(c->fs->io, blk, 1, b) || le32(b) != EA_MAGIC || le32(b + 4) != 1)
+		c->shared_ea = 1;
+	free(b);
+}
+
+static int owner_scan(struct e4 *c)
+{
+	struct resolver *r = c->r;
+	ext2_filsys fs = c->fs;
+	ext2_inode_scan scan;
+	struct ext2_inode_large big;
+	struct ext2_inode *inode = (struct ext2_inode *)&big;
+	ext2_ino_t ino;
+	uint64_t scanned = 0, bad = 0;
+	errcode_t err;
+
+	if (ext2fs_open_inode_scan(fs, 0, &scan))
+		return rx_fail(r, RX_ERROR, "%s: cannot scan inodes", r->dev_path);
+	ext2fs_inode_scan_flags(scan, EXT2_SF_SKIP_MISSING_ITABLE, 0);
+	for (;;) {
+		struct owner o = { 0 };
+		struct visit v = { own_ext, own_node, &o, 0 };
+		blk64_t ea;
+
+		/* Done once every allocated changed block has its owner. */
+		if (!c->remaining && !c->shared_ea)
+			break;
+		err = ext2fs_get_next_inode_full(scan, &ino, inode, sizeof(big));
+		if (err == EXT2_ET_BAD_BLOCK_IN_INODE_TABLE)
+			continue;
+		if (err) {
+			ext2fs_close_inode_scan(scan);
+			return rx_fail(r, RX_ERROR, "%s: inode scan: %s", r->dev_path,
+				       error_message(err));
+		}
+		if (!ino)
+			break;
+		if (!(++scanned & 8191))
+			progress(r, "scanning inodes: %llu of %u",
+				 (unsigned long long)scanned, fs->super->s_inodes_count);
+		/*
+		 * Unused and deleted inodes have no links.  (Open but unlinked
+		 * files keep blocks nobody can name: they are left unclaimed,
+		 * which only means the scan runs to the end.)
+		 */
+		if (!inode->i_links_count)
+			continue;
+		o.ino = ino;
+		o.inode = inode;
+		o.special = skip_ino(c, ino);
+		ea = ext2fs_file_acl_block(fs, inode);
+		if (ea && ea < c->nblocks)
+			own_ea(c, &o, ea);
+		inode_blocks(c, ino, inode, &v);
+		if (v.bad)
+			bad++;
+		if (o.hit) {
+			struct item *it = res_get(&r->res, 0, ino);
+
+			it->reasons |= o.hit;
+			it->type = ftype_from_mode(inode->i_mode);
+			it->size = EXT2_I_SIZE(inode);
+		}
+	}
+	ext2fs_close_inode_scan(scan);
+	r->st.files_mapped = scanned;
+	if (bad)
+		snprintf(r->st.note, sizeof(r->st.note),
+			 "%llu inodes with a malformed block map were skipped", (unsigned long long)bad);
+	return RX_OK;
+}
+
+/* ---- ranges inside regular files ---- */
+
+struct rctx {
+	struct item *it;
+	struct rangeset mapped;
+	int map_changed;
+};
+
+static void rng_ext(struct e4 *c, void *ctx, uint64_t lblk, uint64_t pblk, uint64_t len,
+		    int unwritten)
+{
+	struct rctx *x = ctx;
+
+	rs_add(&x->mapped, lblk * c->bs, len * c->bs);
+	if (unwritten && x->map_changed)
+		rs_add(&x->it->ranges, lblk * c->bs, len * c->bs);
+	else
+		rs_map_overlaps(&x->it->ranges, &c->changed, pblk * c->bs, len * c->bs,
+				lblk * c->bs);
+}
+
+static void file_ranges(struct e4 *c, struct item *it)
+{
+	struct ext2_inode_large big;
+	struct ext2_inode *inode = (struct ext2_inode *)&big;
+	struct rctx x = { it, { 0 }, 0 };
+	struct visit v = { rng_ext, NULL, &x, 0 };
+
+	if (ext2fs_read_inode_full(c->fs, (ext2_ino_t)it->ino, inode, sizeof(big)))
+		return;
+	it->size = EXT2_I_SIZE(inode);
+	/* The inode holds the extent root: if it changed, so may the map. */
+	x.map_changed = !!(it->reasons & (RSN_INODE | RSN_MAPPING | RSN_JOURNAL));
+	rs_init(&x.mapped);
+	if (inode->i_flags & EXT4_INLINE_DATA_FL) {
+		if (x.map_changed || (it->reasons & RSN_XATTR))
+			rs_add(&it->ranges, 0, it->size);
+	} else {
+		inode_blocks(c, (ext2_ino_t)it->ino, inode, &v);
+		rs_normalize(&it->ranges);
+		if (v.bad) {
+			rs_clear(&it->ranges);
+			rs_add(&it->ranges, 0, it->size);
+		} else if (x.map_changed) {
+			/* Holes: a punched or truncated-and-extended range
+			 * reads as zeros and writes no data block. */
+			struct rangeset holes, all;
+
+			rs_init(&holes);
+			rs_init(&all);
+			rs_add(&all, 0, it->size);
+			rs_normalize(&x.mapped);
+			rs_subtract(&holes, &all, &x.mapped);
+			for (size_t i = 0; i < holes.n; i++)
+				rs_add(&it->ranges, holes.v[i].start, holes.v[i].len);
+			rs_free(&holes);
+			rs_free(&all);
+		}
+	}
+	rs_normalize(&it->ranges);
+	rs_clip(&it->ranges, it->size);
+	rs_free(&x.mapped);
+}
+
+/* ---- the method ---- */
+
+static void account(struct e4 *c)
+{
+	struct resolver *r = c->r;
+	struct rangeset unattr;
+	uint64_t in_fs = 0;
+
+	rs_init(&unattr);
+	for (size_t i = 0; i < r->changed.n; i++) {
+		struct range g = r->changed.v[i];
+
+		r->st.attr[AT_INODES] += rs_overlap_bytes(&c->itable, g.start, g.len);
+		r->st.attr[AT_META] += rs_overlap_bytes(&c->statmeta, g.start, g.len);
+		r->st.attr[AT_JOURNAL] += rs_overlap_bytes(&c->journal, g.start, g.len);
+		if (g.start < c->fs_bytes)
+			in_fs += g.len < c->fs_bytes - g.start ? g.len : c->fs_bytes - g.start;
+	}
+	r->st.attr[AT_OUTSIDE] = r->st.changed_bytes - in_fs;
+	/* Changed blocks outside static metadata and free in the bitmap. */
+	rs_subtract(&unattr, &c->other, &c->other_alloc);
+	for (size_t i = 0; i < unattr.n; i++)
+		r->st.attr[AT_FREE] += rs_overlap_bytes(&r->changed, unattr.v[i].start, unattr.v[i].len);
+	{
+		uint64_t known = 0;
+
+		for (int a = 0; a < AT_UNKNOWN; a++)
+			known += r->st.attr[a];
+		r->st.attr[AT_UNKNOWN] = known < r->st.changed_bytes ? r->st.changed_bytes - known : 0;
+	}
+	rs_free(&unattr);
+}
+
+static int resolve(struct e4 *c)
+{
+	struct resolver *r = c->r;
+	struct rangeset meta;
+	double t;
+	int rc;
+
+	rc = layout(c);
+	if (rc)
+		return rc;
+	rc = scan_journal(c);
+	if (rc)
+		return rc;
+	/* The changed set inside the filesystem, plus the journal's homes. */
+	for (size_t i = 0; i < r->changed.n; i++) {
+		struct range g = r->changed.v[i];
+
+		if (g.start < c->fs_bytes)
+			rs_add(&c->changed, g.start,
+			       g.len < c->fs_bytes - g.start ? g.len : c->fs_bytes - g.start);
+	}
+	for (size_t i = 0; i < c->jhome.n; i++)
+		rs_add(&c->changed, c->jhome.v[i].start, c->jhome.v[i].len);
+	rs_normalize(&c->changed);
+
+	do_itables(c);
+
+	/* Everything but static metadata, inode tables and the journal. */
+	rs_init(&meta);
+	for (size_t i = 0; i < c->itable.n; i++)
+		rs_add(&meta, c->itable.v[i].start, c->itable.v[i].len);
+	for (size_t i = 0; i < c->statmeta.n; i++)
+		rs_add(&meta, c->statmeta.v[i].start, c->statmeta.v[i].len);
+	for (size_t i = 0; i < c->journal.n; i++)
+		rs_add(&meta, c->journal.v[i].start, c->journal.v[i].len);
+	rs_normalize(&meta);
+	rs_subtract(&c->other, &c->changed, &meta);
+	rs_free(&meta);
+	find_allocated(c);
+	c->remaining = rs_total(&c->other_alloc);
+	if (c->remaining) {
+		rc = owner_scan(c);
+		if (rc)
+			return rc;
+	}
+	account(c);
+	r->st.phase[PH_ANALYZE] = now_sec() - r->t0 - r->st.phase[PH_SYNC] - r->st.phase[PH_MAP];
+
+	t = now_sec();
+	rc = walk_tree(r, NULL, NULL);
+	r->st.phase[PH_WALK] = now_sec() - t;
+	if (rc)
+		return rc;
+
+	t = now_sec();
+	for (size_t i = 0; i < r->res.cap; i++) {
+		struct item *it = r->res.tab[i];
+
+		if (!it)
+			continue;
+		if ((it->reasons & ~RSN_JOURNAL) == RSN_INODE)
+			r->st.itable_neighbours++;
+		if (r->out_mode == 2 && it->type == FT_REG && it->npaths)
+			file_ranges(c, it);
+	}
+	r->st.phase[PH_RANGES] = now_sec() - t;
+	return RX_OK;
+}
+
+int ext4_resolve(struct resolver *r)
+{
+	struct e4 c;
+	errcode_t err;
+	int rc;
+
+	memset(&c, 0, sizeof(c));
+	c.r = r;
+	r->st.method = "libext2fs: inode-table arithmetic, jbd2 journal, inode scan";
+	err = ext2fs_open2(r->dev_path, NULL,
+			   EXT2_FLAG_64BITS | EXT2_FLAG_SKIP_MMP | EXT2_FLAG_IGNORE_CSUM_ERRORS,
+			   0, 0, unix_io_manager, &c.fs);
+	if (err)
+		return rx_fail(r, RX_ERROR, "%s: cannot open the ext4 filesystem: %s", r->dev_path,
+			       error_message(err));
+	c.bs = c.fs->blocksize;
+	c.nblocks = ext2fs_blocks_count(c.fs->super);
+	c.fs_bytes = c.nblocks * c.bs;
+	c.isz = EXT2_INODE_SIZE(c.fs->super);
+	c.ipg = EXT2_INODES_PER_GROUP(c.fs->super);
+	c.first_ino = EXT2_FIRST_INODE(c.fs->super);
+	if (c.bs < 1024 || c.bs > 65536 || c.isz < 128 || c.isz > c.bs || c.bs % c.isz ||
+	    !c.ipg || c.fs_bytes > r->dev_bytes) {
+		ext2fs_close_free(&c.fs);
+		return rx_fail(r, RX_FULL_SCAN, "%s: ext4 geometry not understood, or larger than the device",
+			       r->dev_path);
+	}
+	for (int i = 0; i <= E4_MAX_DEPTH; i++)
+		c.lvl[i] = xmalloc(c.bs);
+	rs_init(&c.changed);
+	rc = resolve(&c);
+	for (int i = 0; i <= E4_MAX_DEPTH; i++)
+		free(c.lvl[i]);
+	rs_free(&c.changed);
+	rs_free(&c.jhome);
+	rs_free(&c.itable);
+	rs_free(&c.statmeta);
+	rs_free(&c.journal);
+	rs_free(&c.other);
+	rs_free(&c.other_alloc);
+	free(c.it);
+	free(c.jm);
+	free(c.ea_seen);
+	ext2fs_close_free(&c.fs);
+	return rc;
+}

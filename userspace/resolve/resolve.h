@@ -1,0 +1,270 @@
+/* SPDX-License-Identifier: GPL-2.0 OR MIT */
+/*
+ * chj-resolve: map the regions of a dm-chj device changed since an epoch to
+ * the files of the filesystem mounted on it.  docs/resolve.md describes the
+ * method per filesystem and why each one is conservative.
+ *
+ * Units: device positions and lengths are bytes unless a name says
+ * otherwise; file ranges are bytes inside the file.
+ */
+#ifndef CHJ_RESOLVE_H
+#define CHJ_RESOLVE_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+/* Exit status. */
+#define RX_OK		0
+#define RX_ERROR	1	/* could not compute the answer */
+#define RX_USAGE	2
+#define RX_FULL_SCAN	3	/* the change map cannot be used: full scan */
+
+/* ---- helpers (util.c) ---- */
+void *xmalloc(size_t n);
+void *xcalloc(size_t n, size_t size);
+void *xrealloc(void *p, size_t n);
+char *xstrdup(const char *s);
+/* Grow *v (of *cap elements of size sz) to hold at least need elements. */
+void xgrow(void **v, size_t *cap, size_t need, size_t sz);
+double now_sec(void);
+int parse_u64(const char *s, uint64_t *v);
+
+/*
+ * Errors: each function that can fail returns an RX_* code and leaves a
+ * message in the resolver (rx_fail), printed once by main.
+ */
+struct resolver;
+int rx_fail(struct resolver *r, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* ---- sorted sets of ranges (rangeset.c) ---- */
+struct range {
+	uint64_t start, len;
+};
+
+struct rangeset {
+	struct range *v;
+	size_t n, cap;
+	int dirty;		/* appended since the last rs_normalize */
+};
+
+void rs_init(struct rangeset *s);
+void rs_free(struct rangeset *s);
+void rs_clear(struct rangeset *s);
+/* Append [start, start + len); len 0 is ignored.  Call rs_normalize after. */
+void rs_add(struct rangeset *s, uint64_t start, uint64_t len);
+/* Sort and merge overlapping and adjacent ranges. */
+void rs_normalize(struct rangeset *s);
+/* The queries below need a normalized set. */
+/* Index of the first range ending after pos (n if none). */
+size_t rs_find(const struct rangeset *s, uint64_t pos);
+int rs_overlaps(const struct rangeset *s, uint64_t start, uint64_t len);
+/* Every byte of [start, start + len) is in s. */
+int rs_covers(const struct rangeset *s, uint64_t start, uint64_t len);
+/* Bytes of [start, start + len) that are in s. */
+uint64_t rs_overlap_bytes(const struct rangeset *s, uint64_t start,
+			  uint64_t len);
+uint64_t rs_total(const struct rangeset *s);
+/*
+ * For each part of [start, start + len) in s, add it to dst moved to
+ * dst_start + (part - start): a device extent's changed parts become the
+ * file's changed byte ranges.  Returns the bytes added.
+ */
+uint64_t rs_map_overlaps(struct rangeset *dst, const struct rangeset *s,
+			 uint64_t start, uint64_t len, uint64_t dst_start);
+/* dst = a minus b (both normalized); dst normalized. */
+void rs_subtract(struct rangeset *dst, const struct rangeset *a,
+		 const struct rangeset *b);
+/* Clip to [0, end). */
+void rs_clip(struct rangeset *s, uint64_t end);
+
+/* ---- results: inodes and why they are listed (result.c) ---- */
+enum {
+	RSN_DATA	= 1 << 0,	/* file data blocks changed */
+	RSN_INODE	= 1 << 1,	/* the inode: mode, owner, size, times, links */
+	RSN_DIRECTORY	= 1 << 2,	/* directory entries */
+	RSN_XATTR	= 1 << 3,	/* extended attribute block or fork */
+	RSN_MAPPING	= 1 << 4,	/* extent map (tree) blocks */
+	RSN_JOURNAL	= 1 << 5,	/* found through the journal or log */
+	RSN_TREE	= 1 << 6,	/* btrfs: items in a changed tree leaf */
+	RSN_NR		= 7,
+};
+const char *reason_name(unsigned bit);
+
+/* Item flags. */
+enum {
+	IT_MAP_CHANGED	= 1 << 0,	/* the mapping may have changed: report
+					   holes, unwritten and shared extents */
+	IT_WHOLE	= 1 << 1,	/* report the whole file as changed */
+	IT_NO_RANGES	= 1 << 2,	/* ranges already final */
+};
+
+/* File types (dt-like, from the walk or from the inode's mode). */
+enum ftype {
+	FT_UNKNOWN = 0, FT_REG, FT_DIR, FT_SYMLINK, FT_CHR, FT_BLK, FT_FIFO,
+	FT_SOCK,
+};
+const char *ftype_name(enum ftype t);
+enum ftype ftype_from_mode(unsigned mode);
+enum ftype ftype_from_dtype(unsigned char d);
+
+struct item {
+	uint64_t root;		/* btrfs subvolume id; 0 elsewhere */
+	uint64_t ino;
+	unsigned reasons;	/* RSN_* */
+	unsigned flags;		/* IT_* */
+	enum ftype type;
+	uint64_t size;		/* file size when known, else UINT64_MAX */
+	struct rangeset ranges;	/* changed byte ranges inside the file */
+	char **paths;		/* relative to the mount point, no leading / */
+	uint32_t npaths, pcap;
+};
+
+struct results {
+	struct item **tab;	/* open addressing on (root, ino) */
+	size_t cap, n;
+};
+
+void res_init(struct results *rs);
+void res_free(struct results *rs);
+struct item *res_find(const struct results *rs, uint64_t root, uint64_t ino);
+/* Find or create; a new item has type FT_UNKNOWN and size UINT64_MAX. */
+struct item *res_get(struct results *rs, uint64_t root, uint64_t ino);
+void item_add_path(struct item *it, const char *rel);
+/* Iterate: for (i = 0; i < rs->cap; i++) if (rs->tab[i]) ... */
+
+/* ---- statistics and progress (stats.c) ---- */
+enum attr {
+	AT_DATA,	/* file data */
+	AT_INODES,	/* inode tables / inode chunks */
+	AT_DIR,		/* directory blocks */
+	AT_XATTR,	/* xattr blocks */
+	AT_MAPPING,	/* extent tree / bmbt blocks */
+	AT_TREE,	/* btrfs tree blocks */
+	AT_JOURNAL,	/* journal or log */
+	AT_FREE,	/* free space now */
+	AT_META,	/* other filesystem metadata */
+	AT_OUTSIDE,	/* past the end of the filesystem */
+	AT_UNKNOWN,	/* not attributed */
+	AT_NR,
+};
+
+enum phase { PH_SYNC, PH_MAP, PH_ANALYZE, PH_WALK, PH_RANGES, PH_OUTPUT, PH_NR };
+
+struct stats {
+	uint64_t changed_bytes, changed_ranges, changed_regions;
+	uint64_t attr[AT_NR];		/* changed bytes by attribution */
+	uint64_t journal_blocks;	/* home blocks found through the journal */
+	uint64_t journal_trans;		/* journal transactions that count */
+	uint64_t inodes_listed, paths_listed, unreachable;
+	uint64_t by_reason[RSN_NR];
+	uint64_t itable_neighbours;	/* inodes listed only for sharing an
+					   inode block with a changed one */
+	uint64_t leaf_neighbours;	/* btrfs: inodes listed only for sharing
+					   a changed leaf */
+	uint64_t dirs_walked, entries_walked, files_mapped;
+	double phase[PH_NR];
+	const char *method;
+	char note[256];
+};
+
+void stats_print(const struct resolver *r, FILE *f);
+/* Progress on stderr, only when it is a terminal and the work is long. */
+void progress(struct resolver *r, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+void progress_done(struct resolver *r);
+
+/* ---- the resolver ---- */
+struct resolver {
+	/* options */
+	uint64_t since;
+	int have_since;
+	int out_mode;		/* 0 lines, 1 NUL, 2 JSON */
+	int want_stats;
+	const char *mount_opt;
+	const char *device_arg;
+
+	/* the device */
+	char dm_name[128];
+	char dev_path[4096];
+	dev_t devno;
+	int dev_fd;		/* O_RDONLY | O_DIRECT */
+	uint64_t dev_bytes;
+	uint32_t dev_lbs;	/* logical block size for O_DIRECT */
+	char fstype[32];	/* from libblkid */
+
+	/* the mount */
+	char *mnt;		/* absolute, no trailing '/' except "/" */
+	char *mnt_root;		/* root of the mount inside the filesystem */
+	int mnt_fd;
+	uint64_t mnt_id;	/* statx mount id */
+
+	/* the change map */
+	uint64_t current_epoch, oldest_epoch;
+	uint32_t region_bytes;
+	struct rangeset changed;	/* bytes on the device */
+
+	struct results res;
+	struct stats st;
+
+	/* progress */
+	int tty;
+	double t0, last_progress;
+	int progress_shown;
+
+	/* error message for main */
+	char err[1024];
+	int err_code;
+};
+
+/* target.c: device, status, change map, mount. */
+int target_open(struct resolver *r);
+int target_find_mount(struct resolver *r);
+int target_read_changes(struct resolver *r);
+
+/* rawio.c: O_DIRECT reads of the device at any byte offset and length. */
+int raw_read(struct resolver *r, void *buf, size_t len, uint64_t off);
+
+/* walk.c: the namespace under the mount. */
+struct walk_entry {
+	int dirfd;		/* open directory holding the entry */
+	const char *name;	/* entry name */
+	const char *rel;	/* path relative to the mount */
+	uint64_t ino;
+	enum ftype type;
+};
+/*
+ * Walk every directory under the mount (not crossing into other mounts),
+ * record every path of every inode in r->res (root 0), and call visit (if
+ * not NULL) for each entry first; visit may add items.  The mount point
+ * itself is visited with rel "" and name ".".
+ */
+int walk_tree(struct resolver *r,
+	      int (*visit)(struct resolver *r, const struct walk_entry *e,
+			   void *ctx),
+	      void *ctx);
+
+/* fiemap.c: extents of an open file. */
+struct fext {
+	uint64_t logical, physical, len;
+	uint32_t flags;		/* FIEMAP_EXTENT_* */
+};
+int fiemap_get(int fd, int xattr, struct fext **v, size_t *n);
+
+/* Filesystem methods: fill r->res (inodes, reasons, ranges) and stats. */
+int ext4_resolve(struct resolver *r);
+int xfs_resolve(struct resolver *r);
+int btrfs_resolve(struct resolver *r);
+
+/* output.c */
+/* Default output: a path starting with '/' is literal; one starting with
+ * '\' is escaped (\\ and \n), as sha256sum does. */
+void out_escape_line(FILE *f, const char *path);
+/* A JSON string; bytes that are not UTF-8 become \udcXX (surrogateescape). */
+void out_json_string(FILE *f, const char *s);
+int output_results(struct resolver *r, FILE *f);
+
+#endif /* CHJ_RESOLVE_H */

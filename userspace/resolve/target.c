@@ -1,0 +1,346 @@
+// SPDX-License-Identifier: GPL-2.0 OR MIT
+/*
+ * The tracked device: which dm-chj device DEVICE is, its status, the
+ * regions changed since the epoch (through libchj), and the filesystem
+ * mounted on it (from /proc/self/mountinfo and libblkid).
+ */
+#include <blkid.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/fs.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "libchj.h"
+#include "resolve.h"
+
+/* Name of the dm device dev from sysfs, or -1 if dev is not one. */
+static int dm_name_of(dev_t dev, char *name, size_t len)
+{
+	char p[128];
+	FILE *f;
+	int ok;
+
+	snprintf(p, sizeof(p), "/sys/dev/block/%u:%u/dm/name", major(dev), minor(dev));
+	f = fopen(p, "r");
+	if (!f)
+		return -1;
+	ok = fgets(name, (int)len, f) != NULL;
+	fclose(f);
+	if (!ok)
+		return -1;
+	name[strcspn(name, "\n")] = 0;
+	return name[0] ? 0 : -1;
+}
+
+/* The test hook: changed ranges come from a file (see docs/resolve.md). */
+static const char *changes_file(void)
+{
+	const char *f = getenv("CHJ_RESOLVE_CHANGES");
+
+	return f && *f ? f : NULL;
+}
+
+int target_open(struct resolver *r)
+{
+	struct stat st;
+	const char *arg = r->device_arg;
+	uint64_t bytes = 0;
+	int lbs = 512;
+
+	if (!strchr(arg, '/')) {
+		/* A bare dm name. */
+		if (strlen(arg) >= sizeof(r->dm_name))
+			return rx_fail(r, RX_USAGE, "%s: device name too long", arg);
+		snprintf(r->dev_path, sizeof(r->dev_path), "/dev/mapper/%s", arg);
+	} else {
+		if (strlen(arg) >= sizeof(r->dev_path))
+			return rx_fail(r, RX_USAGE, "%s: path too long", arg);
+		snprintf(r->dev_path, sizeof(r->dev_path), "%s", arg);
+	}
+	if (stat(r->dev_path, &st))
+		return rx_fail(r, RX_ERROR, "%s: %s", r->dev_path, strerror(errno));
+	if (!S_ISBLK(st.st_mode))
+		return rx_fail(r, RX_ERROR, "%s: not a block device", r->dev_path);
+	r->devno = st.st_rdev;
+	if (!changes_file()) {
+		if (dm_name_of(r->devno, r->dm_name, sizeof(r->dm_name)))
+			return rx_fail(r, RX_ERROR, "%s: not a device-mapper device", r->dev_path);
+	}
+	r->dev_fd = open(r->dev_path, O_RDONLY | O_DIRECT | O_CLOEXEC);
+	if (r->dev_fd < 0)
+		return rx_fail(r, RX_ERROR, "%s: %s", r->dev_path, strerror(errno));
+	if (ioctl(r->dev_fd, BLKGETSIZE64, &bytes) || ioctl(r->dev_fd, BLKSSZGET, &lbs))
+		return rx_fail(r, RX_ERROR, "%s: size: %s", r->dev_path, strerror(errno));
+	if (lbs < 512 || lbs > 65536 || (lbs & (lbs - 1)))
+		return rx_fail(r, RX_ERROR, "%s: odd logical block size %d", r->dev_path, lbs);
+	r->dev_bytes = bytes;
+	r->dev_lbs = (uint32_t)lbs;
+	return RX_OK;
+}
+
+/* Read "START LEN" sector lines (chj changes output) from the test hook. */
+static int read_changes_file(struct resolver *r, const char *path)
+{
+	FILE *f = fopen(path, "r");
+	unsigned long long s, l;
+	char line[256];
+
+	if (!f)
+		return rx_fail(r, RX_ERROR, "%s: %s", path, strerror(errno));
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%llu %llu", &s, &l) != 2 || s > UINT64_MAX >> 9 ||
+		    l > UINT64_MAX >> 9) {
+			fclose(f);
+			return rx_fail(r, RX_ERROR, "%s: bad line: %s", path, line);
+		}
+		rs_add(&r->changed, s << 9, l << 9);
+	}
+	fclose(f);
+	r->region_bytes = 4096;
+	return RX_OK;
+}
+
+static int check_mode(struct resolver *r, struct chj_dm_status *s)
+{
+	struct chj_error e = { 0 };
+
+	if (chj_dm_status(r->dm_name, s, &e))
+		return rx_fail(r, RX_ERROR, "%s", e.msg);
+	if (s->failed)
+		return rx_fail(r, RX_FULL_SCAN,
+			       "%s is in fail mode: its change map cannot be trusted",
+			       r->dm_name);
+	return RX_OK;
+}
+
+int target_read_changes(struct resolver *r)
+{
+	struct chj_error e = { 0 };
+	struct chj_dm_status s;
+	struct chj_meta *m = NULL;
+	struct chj_changes *ch = NULL;
+	const struct chj_changes_info *in;
+	struct chj_range cr;
+	uint64_t cur = 0;
+	const char *cf = changes_file();
+	int rc;
+
+	if (cf) {
+		rc = read_changes_file(r, cf);
+		goto done;
+	}
+	chj_dm_init();
+	rc = check_mode(r, &s);
+	if (rc)
+		return rc;
+	if (!r->have_since)
+		r->since = s.current_epoch;
+	if (chj_meta_open_live(&m, r->dm_name, &e) ||
+	    chj_changes_since(m, r->since, &ch, &e)) {
+		chj_meta_close(m);
+		if (e.rc == CHJ_ERR_NOT_RETAINED)
+			return rx_fail(r, RX_FULL_SCAN, "%s", e.msg);
+		return rx_fail(r, e.rc == CHJ_ERR_FUTURE ? RX_USAGE : RX_ERROR, "%s", e.msg);
+	}
+	chj_meta_close(m);
+	in = chj_changes_info(ch);
+	r->current_epoch = in->sb.current_epoch;
+	r->oldest_epoch = in->sb.oldest_epoch;
+	r->region_bytes = in->sb.region_sectors << CHJ_SECTOR_SHIFT;
+	r->st.changed_regions = in->changed_regions;
+	while (chj_changes_next(ch, &cur, &cr))
+		rs_add(&r->changed, cr.start << CHJ_SECTOR_SHIFT, cr.len << CHJ_SECTOR_SHIFT);
+	chj_changes_free(ch);
+	/* Fail mode may have begun while the map was read. */
+	rc = check_mode(r, &s);
+done:
+	rs_normalize(&r->changed);
+	r->st.changed_bytes = rs_total(&r->changed);
+	r->st.changed_ranges = r->changed.n;
+	return rc;
+}
+
+/* Undo mountinfo's octal escapes (\040 for space...) in place. */
+static void unescape(char *s)
+{
+	char *o = s;
+
+	for (; *s; s++) {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' &&
+		    s[3] >= '0' && s[3] <= '7') {
+			*o++ = (char)((s[1] - '0') << 6 | (s[2] - '0') << 3 | (s[3] - '0'));
+			s += 3;
+		} else {
+			*o++ = *s;
+		}
+	}
+	*o = 0;
+}
+
+struct mnt {
+	char *root, *point, *fstype, *source;
+	dev_t dev;
+};
+
+static int parse_mountinfo_line(char *line, struct mnt *m)
+{
+	char *f[12], *save = NULL, *tok;
+	int n = 0, dash = -1;
+	unsigned ma, mi;
+
+	line[strcspn(line, "\n")] = 0;
+	for (tok = strtok_r(line, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
+		if (dash < 0 && !strcmp(tok, "-")) {
+			dash = n;
+			continue;
+		}
+		if (dash >= 0 || n < 6) {
+			if (n >= 12)
+				return -1;
+			f[n++] = tok;
+		}
+	}
+	/* id parent maj:min root point opts | fstype source superopts */
+	if (dash != 6 || n < 8 || sscanf(f[2], "%u:%u", &ma, &mi) != 2)
+		return -1;
+	m->root = f[3];
+	m->point = f[4];
+	m->fstype = f[6];
+	m->source = f[7];
+	unescape(m->root);
+	unescape(m->point);
+	unescape(m->source);
+	m->dev = makedev(ma, mi);
+	return 0;
+}
+
+/* Is this mount of our device?  btrfs shows an anonymous maj:min: then
+ * the source names the device. */
+static int mount_is_ours(const struct resolver *r, const struct mnt *m)
+{
+	struct stat st;
+
+	if (m->dev == r->devno)
+		return 1;
+	return m->source[0] == '/' && !stat(m->source, &st) && S_ISBLK(st.st_mode) &&
+	       st.st_rdev == r->devno;
+}
+
+static int probe_type(struct resolver *r)
+{
+	blkid_probe pr = blkid_new_probe_from_filename(r->dev_path);
+	const char *type = NULL;
+	int rc;
+
+	if (!pr)
+		return rx_fail(r, RX_ERROR, "%s: cannot probe: %s", r->dev_path, strerror(errno));
+	blkid_probe_enable_superblocks(pr, 1);
+	blkid_probe_set_superblocks_flags(pr, BLKID_SUBLKS_TYPE);
+	rc = blkid_do_safeprobe(pr);
+	if (rc == 0 && !blkid_probe_lookup_value(pr, "TYPE", &type, NULL) && type)
+		snprintf(r->fstype, sizeof(r->fstype), "%s", type);
+	blkid_free_probe(pr);
+	if (rc == -2)
+		return rx_fail(r, RX_FULL_SCAN, "%s: ambiguous filesystem signatures",
+			       r->dev_path);
+	if (!r->fstype[0])
+		return rx_fail(r, RX_FULL_SCAN, "%s: no filesystem found on the device",
+			       r->dev_path);
+	return RX_OK;
+}
+
+static int same_family(const char *a, const char *b)
+{
+	int ea = !strcmp(a, "ext2") || !strcmp(a, "ext3") || !strcmp(a, "ext4");
+	int eb = !strcmp(b, "ext2") || !strcmp(b, "ext3") || !strcmp(b, "ext4");
+
+	return !strcmp(a, b) || (ea && eb);
+}
+
+int target_find_mount(struct resolver *r)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "r");
+	char *line = NULL, *want = NULL;
+	size_t cap = 0;
+	struct mnt m;
+	int found = 0, want_found = 0, rc;
+	struct stat st;
+	struct statx sx;
+
+	rc = probe_type(r);
+	if (rc)
+		return rc;
+	if (!f)
+		return rx_fail(r, RX_ERROR, "/proc/self/mountinfo: %s", strerror(errno));
+	if (r->mount_opt) {
+		want = realpath(r->mount_opt, NULL);
+		if (!want) {
+			fclose(f);
+			return rx_fail(r, RX_ERROR, "%s: %s", r->mount_opt, strerror(errno));
+		}
+	}
+	while (getline(&line, &cap, f) > 0) {
+		if (parse_mountinfo_line(line, &m))
+			continue;
+		if (want) {
+			/* The last mount on DIR is the one visible there. */
+			if (strcmp(m.point, want))
+				continue;
+			want_found = 1;
+			free(r->mnt);
+			free(r->mnt_root);
+			r->mnt = NULL;
+			r->mnt_root = NULL;
+			found = 0;
+			if (!mount_is_ours(r, &m) || !same_family(m.fstype, r->fstype))
+				continue;
+		} else {
+			if (!mount_is_ours(r, &m) || !same_family(m.fstype, r->fstype))
+				continue;
+			/* Prefer a mount of the whole filesystem. */
+			if (found && (strcmp(m.root, "/") || !strcmp(r->mnt_root, "/")))
+				continue;
+			free(r->mnt);
+			free(r->mnt_root);
+		}
+		r->mnt = xstrdup(m.point);
+		r->mnt_root = xstrdup(m.root);
+		found = 1;
+	}
+	free(line);
+	fclose(f);
+	if (want && !want_found) {
+		rc = rx_fail(r, RX_ERROR, "%s is not a mount point", want);
+		free(want);
+		return rc;
+	}
+	if (want && !found) {
+		rc = rx_fail(r, RX_FULL_SCAN, "the filesystem mounted on %s is not on %s",
+			     want, r->dev_path);
+		free(want);
+		return rc;
+	}
+	free(want);
+	if (!found)
+		return rx_fail(r, RX_ERROR, "%s (%s) is not mounted; mount it, or give --mount DIR",
+			       r->dev_path, r->fstype);
+	r->mnt_fd = open(r->mnt, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (r->mnt_fd < 0)
+		return rx_fail(r, RX_ERROR, "%s: %s", r->mnt, strerror(errno));
+	if (fstat(r->mnt_fd, &st))
+		return rx_fail(r, RX_ERROR, "%s: %s", r->mnt, strerror(errno));
+	/* btrfs reports an anonymous st_dev; btrfs.c checks its devices. */
+	if (strcmp(r->fstype, "btrfs") && st.st_dev != r->devno)
+		return rx_fail(r, RX_FULL_SCAN, "the filesystem mounted on %s is not on %s",
+			       r->mnt, r->dev_path);
+	if (statx(r->mnt_fd, "", AT_EMPTY_PATH, STATX_MNT_ID, &sx) || !(sx.stx_mask & STATX_MNT_ID))
+		return rx_fail(r, RX_ERROR, "%s: statx: no mount id", r->mnt);
+	r->mnt_id = sx.stx_mnt_id;
+	return RX_OK;
+}
