@@ -20,9 +20,9 @@ endif
 export KVER KDIR
 
 .PHONY: all module userspace tests deps check check-unit check-vm check-sanitize \
-	install clean demo help checkpatch sparse bench
+	install clean demo help checkpatch sparse bench bench-tools
 
-all: module userspace tests
+all: module userspace tests bench-tools
 
 help:
 	@echo 'make              build dm-chj.ko and the userspace tools'
@@ -31,6 +31,7 @@ help:
 	@echo 'make check-unit   Check unit tests (plain, then ASan+UBSan)'
 	@echo 'make check-vm T=name   one VM test (tests/vm/name.sh); no T = all'
 	@echo 'make demo         boot the VM and show chj at work'
+	@echo 'make bench        benchmarks into build/bench.db (see BENCHMARKS.md)'
 	@echo 'make checkpatch   checkpatch.pl --strict on dm-target/'
 	@echo 'make sparse       sparse on dm-target/ (make C=2)'
 	@echo 'make install DESTDIR=... PREFIX=/usr'
@@ -49,6 +50,11 @@ userspace:
 TEST_TOOL_DIRS := $(dir $(wildcard tests/*/Makefile))
 tests: userspace
 	@for d in $(TEST_TOOL_DIRS); do $(MAKE) -C $$d || exit 1; done
+
+# chj-benchdb and chj-benchguest: the benchmark database tool and the
+# benchmark VM's helpers (scripts/bench, tests/vm/bench-smoke.sh).
+bench-tools:
+	$(MAKE) -C scripts/bench-db
 
 deps:
 	scripts/install-deps
@@ -86,4 +92,5 @@ clean:
 	-$(MAKE) -C $(KDIR) M=$(CURDIR)/dm-target clean >/dev/null 2>&1
 	$(MAKE) -C userspace clean
 	@for d in $(TEST_TOOL_DIRS); do $(MAKE) -C $$d clean; done
+	$(MAKE) -C scripts/bench-db clean
 	rm -rf build
