@@ -11,6 +11,8 @@
 # Sourcing this turns on errexit, nounset and pipefail: any failing command
 # fails the test, with the command and line printed by the ERR trap.
 set -eEuo pipefail
+# ...also inside $(...), so "dev=$(dm_create ...)" stops at the first error.
+shopt -s inherit_errexit
 _lib_on_err() { # STATUS LINE FILE
 	# Bash runs the ERR trap even under "set +e": only speak when errexit is on.
 	[[ $- != *e* ]] || echo "FAIL: ${3##*/}:$2: \"$BASH_COMMAND\" exited $1" >&2
