@@ -1,0 +1,57 @@
+#!/bin/bash
+# chj-resolve on ext4 over the real target: every file and directory that
+# truly changed (ground truth from before/after snapshots of the tree) is
+# listed, the --json ranges cover every write into a sparse VM image, and
+# the exits: future epoch, wrong mount, not mounted, epoch no longer
+# retained, fail mode ("full scan needed", nothing on stdout).
+# vm-disks: 64M 1G 128M
+# vm-timeout: 300
+# shellcheck source=tests/vm/lib.sh disable=SC1091
+. "$CHJ_ROOT/tests/vm/lib.sh"
+# shellcheck source=tests/vm/_chj.sh disable=SC1091
+. "$CHJ_ROOT/tests/vm/_chj.sh"
+# shellcheck source=tests/vm/_resolve.sh disable=SC1091
+. "$CHJ_ROOT/tests/vm/_resolve.sh"
+
+mnt=/tmp/mnt
+mkdir -p $mnt
+"$CHJ" create r /dev/vda /dev/vdb
+mkfs.ext4 -q /dev/mapper/r
+mount /dev/mapper/r $mnt
+resolve_truth_test r $mnt
+resolve_exit_tests r $mnt /dev/mapper/r
+umount $mnt
+"$CHJ" remove r
+
+log "exit 3: epoch no longer retained"
+# A 16-block metadata slice keeps 13 journal blocks: 15 epochs drop epoch 1.
+dm_create smeta "0 128 linear /dev/vdc 0" >/dev/null
+dm_create sorig "0 200000 linear /dev/vdc 2048" >/dev/null
+"$CHJ" create s /dev/mapper/smeta /dev/mapper/sorig --force
+mkfs.ext4 -q /dev/mapper/s
+mount /dev/mapper/s $mnt
+for i in $(seq 15); do
+	echo "$i" >"$mnt/f$i"
+	sync
+	"$CHJ" checkpoint s >/dev/null
+done
+rexpect 3 "$RESOLVE" --since 1 s
+grep -q "full scan needed" "$CHJ_OUT/last.err" || fail "no 'full scan needed'"
+[ ! -s "$CHJ_OUT/last.out" ] || fail "exit 3 printed paths"
+rexpect 0 "$RESOLVE" --since "$(st s old)" s
+
+log "exit 3: fail mode"
+# The metadata device starts failing: the next first write fails the target.
+dmsetup suspend smeta
+dmsetup load smeta --table "0 128 error"
+dmsetup resume smeta
+dd if=/dev/urandom of=/dev/mapper/s bs=4096 count=1 seek=20000 oflag=direct conv=notrunc \
+	status=none 2>/dev/null || true
+assert_eq fail "$(status_mode s)" "mode after a metadata write error"
+rexpect 3 "$RESOLVE" s
+grep -q "fail mode" "$CHJ_OUT/last.err" || fail "no 'fail mode' reason"
+[ ! -s "$CHJ_OUT/last.out" ] || fail "exit 3 printed paths"
+umount $mnt || umount -l $mnt
+dmsetup remove s
+dmsetup remove smeta sorig
+log "ok"
