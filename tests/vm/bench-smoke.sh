@@ -13,7 +13,7 @@ BENCH_TARGETS="linear chj era"
 BENCH_SIZE_MIB=64
 BENCH_META_MIB=16
 BENCH_NIOS=256
-BENCH_CKPT_SECONDS=3
+BENCH_CKPT_SECONDS=2
 # shellcheck source=tests/vm/_bench.sh
 . "$CHJ_ROOT/tests/vm/_bench.sh"
 
