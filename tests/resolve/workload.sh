@@ -96,6 +96,10 @@ m.flush(); m.close(); os.close(fd)' "$m/d/mmap"
 		echo "changed" >>"$m/small/f$i"
 	done
 	mv "$m/deep/a/b/c/leaf" "$m/deep/leaf-moved"
+	# Names that need escaping in the line output.
+	echo more >>"$m/e/new
+line"
+	echo more >>"$m/e/back\\slash"
 	# Scattered 4 KiB writes into the image, and a punched (discarded) range.
 	python3 - "$m/vm.img" "$writes" <<'EOF'
 import os, random, sys

@@ -5,7 +5,10 @@
 #include <linux/fs.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "resolve.h"
 
@@ -63,4 +66,69 @@ int fiemap_get(int fd, int xattr, struct fext **v, size_t *n)
 	}
 	free(fm);
 	return 0;
+}
+
+void fiemap_ranges(struct item *it, const struct fext *v, size_t n, uint64_t size,
+		   const struct rangeset *changed, int map_changed)
+{
+	struct rangeset mapped, holes, all;
+
+	rs_init(&mapped);
+	rs_init(&holes);
+	rs_init(&all);
+	for (size_t i = 0; i < n; i++) {
+		const struct fext *x = &v[i];
+		uint32_t uncertain = FIEMAP_EXTENT_UNKNOWN | FIEMAP_EXTENT_DELALLOC |
+				     FIEMAP_EXTENT_ENCODED | FIEMAP_EXTENT_DATA_INLINE |
+				     FIEMAP_EXTENT_DATA_TAIL | FIEMAP_EXTENT_NOT_ALIGNED;
+
+		rs_add(&mapped, x->logical, x->len);
+		if (x->flags & uncertain) {
+			/* No usable physical address: count it as changed. */
+			rs_add(&it->ranges, x->logical, x->len);
+		} else if (map_changed && (x->flags & (FIEMAP_EXTENT_UNWRITTEN | FIEMAP_EXTENT_SHARED))) {
+			rs_add(&it->ranges, x->logical, x->len);
+		} else {
+			rs_map_overlaps(&it->ranges, changed, x->physical, x->len, x->logical);
+		}
+	}
+	if (map_changed) {
+		rs_normalize(&mapped);
+		rs_add(&all, 0, size);
+		rs_subtract(&holes, &all, &mapped);
+		for (size_t i = 0; i < holes.n; i++)
+			rs_add(&it->ranges, holes.v[i].start, holes.v[i].len);
+	}
+	rs_normalize(&it->ranges);
+	rs_clip(&it->ranges, size);
+	rs_free(&mapped);
+	rs_free(&holes);
+	rs_free(&all);
+}
+
+void fiemap_item_ranges(struct resolver *r, struct item *it, const struct rangeset *changed,
+			int map_changed)
+{
+	struct fext *v = NULL;
+	struct stat st;
+	size_t n = 0;
+	int fd;
+
+	if (!it->npaths)
+		return;
+	fd = openat(r->mnt_fd, it->paths[0], O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st) || !S_ISREG(st.st_mode) || fiemap_get(fd, 0, &v, &n)) {
+		/* Gone or replaced since: whatever is there now is new. */
+		if (fd >= 0 && !fstat(fd, &st) && S_ISREG(st.st_mode)) {
+			rs_add(&it->ranges, 0, (uint64_t)st.st_size);
+			rs_normalize(&it->ranges);
+		}
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	close(fd);
+	it->size = (uint64_t)st.st_size;
+	fiemap_ranges(it, v, n, it->size, changed, map_changed);
+	free(v);
 }

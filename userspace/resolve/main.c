@@ -106,7 +106,10 @@ static void count_results(struct resolver *r)
 		if (!it)
 			continue;
 		if (!it->npaths) {
-			r->st.unreachable++;
+			/* Inode slots listed only for their block are mostly
+			 * free ones: not worth a mention. */
+			if (it->reasons & ~(RSN_INODE | RSN_JOURNAL))
+				r->st.unreachable++;
 			continue;
 		}
 		r->st.inodes_listed++;

@@ -118,6 +118,7 @@ struct item {
 	unsigned flags;		/* IT_* */
 	enum ftype type;
 	uint64_t size;		/* file size when known, else UINT64_MAX */
+	uint64_t dbytes;	/* changed bytes attributed to its data fork */
 	struct rangeset ranges;	/* changed byte ranges inside the file */
 	char **paths;		/* relative to the mount point, no leading / */
 	uint32_t npaths, pcap;
@@ -253,6 +254,17 @@ struct fext {
 	uint32_t flags;		/* FIEMAP_EXTENT_* */
 };
 int fiemap_get(int fd, int xattr, struct fext **v, size_t *n);
+/*
+ * A regular file's changed byte ranges from its extents: the parts of
+ * each extent in changed (device bytes), and, when the mapping itself may
+ * have changed, every hole, unwritten, shared or not-yet-allocated range
+ * too (those change content without writing the file's blocks).
+ */
+void fiemap_ranges(struct item *it, const struct fext *v, size_t n, uint64_t size,
+		   const struct rangeset *changed, int map_changed);
+/* fiemap_ranges for the item's first path, opened under the mount. */
+void fiemap_item_ranges(struct resolver *r, struct item *it, const struct rangeset *changed,
+			int map_changed);
 
 /* Filesystem methods: fill r->res (inodes, reasons, ranges) and stats. */
 int ext4_resolve(struct resolver *r);

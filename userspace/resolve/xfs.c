@@ -1,7 +1,495 @@
 // SPDX-License-Identifier: GPL-2.0 OR MIT
+/*
+ * XFS.
+ *
+ *  - The log (xfslog.c): the transactions written in changed log blocks
+ *    name inodes and buffer ranges that may not be written home yet.
+ *  - With the reverse-mapping btree (rmapbt=1): FS_IOC_GETFSMAP over each
+ *    changed range (and each logged buffer range) names the owner of every
+ *    byte: an inode's data fork (data, or directory blocks), its attribute
+ *    fork (xattrs) or its block map (bmbt); inode chunks, whose inodes
+ *    follow by arithmetic; the log; free space; AG metadata.  Reflinked
+ *    extents have one record per owner.  Cost follows the changed set.
+ *  - Without it: the namespace walk maps each file and directory with
+ *    FIEMAP (data and attribute forks), and each walked inode's location
+ *    follows from its number.  Changed bmbt blocks go unattributed: a
+ *    block map only changes when blocks are allocated, freed or converted,
+ *    which writes the inode (block counts, extent counts, times) or the
+ *    data itself.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/fiemap.h>
+#include <linux/fsmap.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
 #include "resolve.h"
+#include "xfs.h"
+
+#define XFS_SB_MAGIC		0x58465342u
+#define XFS_SB_VERSION_NUMBITS	0x000f
+#define XFS_RO_RMAPBT		0x2u
+#define XFS_RO_REFLINK		0x4u
+
+#ifndef FMR_OWNER
+#define FMR_OWNER(type, code)	(((__u64)(type) << 32) | ((__u64)(code) & 0xFFFFFFFFULL))
+#endif
+#define XFS_FMR_OWN_FS		FMR_OWNER('X', 1)
+#define XFS_FMR_OWN_LOG		FMR_OWNER('X', 2)
+#define XFS_FMR_OWN_AG		FMR_OWNER('X', 3)
+#define XFS_FMR_OWN_INOBT	FMR_OWNER('X', 4)
+#define XFS_FMR_OWN_INODES	FMR_OWNER('X', 5)
+#define XFS_FMR_OWN_REFC	FMR_OWNER('X', 6)
+#define XFS_FMR_OWN_COW		FMR_OWNER('X', 7)
+#define XFS_FMR_OWN_DEFECTIVE	FMR_OWNER('X', 8)
+
+static uint16_t be16(const unsigned char *p)
+{
+	return (uint16_t)(p[0] << 8 | p[1]);
+}
+
+static uint32_t be32(const unsigned char *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static uint64_t be64(const unsigned char *p)
+{
+	return (uint64_t)be32(p) << 32 | be32(p + 4);
+}
+
+static unsigned ilog2u(uint64_t v)
+{
+	unsigned l = 0;
+
+	while (v >>= 1)
+		l++;
+	return l;
+}
+
+const char *xfs_parse_sb(const unsigned char *sb, struct xfs_geo *g)
+{
+	unsigned version = be16(sb + 100) & XFS_SB_VERSION_NUMBITS;
+	uint64_t logstart = be64(sb + 48), inopblock;
+
+	memset(g, 0, sizeof(*g));
+	if (be32(sb) != XFS_SB_MAGIC)
+		return "no XFS superblock";
+	g->bs = be32(sb + 4);
+	g->dblocks = be64(sb + 8);
+	memcpy(g->uuid, sb + 32, 16);
+	g->agblocks = be32(sb + 84);
+	g->agcount = be32(sb + 88);
+	g->isize = be16(sb + 104);
+	inopblock = be16(sb + 106);
+	g->agblklog = sb[124];
+	g->inopblog = sb[123];
+	if (g->bs < 512 || g->bs > 65536 || (g->bs & (g->bs - 1)) || sb[120] != ilog2u(g->bs))
+		return "block size out of range";
+	if (g->isize < 256 || g->isize > 2048 || (g->isize & (g->isize - 1)) ||
+	    inopblock != g->bs / g->isize || g->inopblog != ilog2u(inopblock))
+		return "inode size out of range";
+	if (!g->agblocks || !g->agcount || g->agblklog > 31 ||
+	    (1ull << g->agblklog) < g->agblocks || (1ull << g->agblklog) >= 2 * g->agblocks + 2 ||
+	    g->dblocks > g->agblocks * g->agcount || !g->dblocks)
+		return "allocation group geometry out of range";
+	if (be64(sb + 16))
+		return "it has a realtime device: data lives on another device";
+	if (sb[126])
+		return "mkfs did not finish";
+	if (!logstart)
+		return "its log is on another device: its changes are not tracked here";
+	{
+		uint64_t agno = logstart >> g->agblklog;
+		uint64_t agbno = logstart & ((1ull << g->agblklog) - 1);
+		uint64_t lb = be32(sb + 96);
+
+		if (agno >= g->agcount || agbno >= g->agblocks || !lb ||
+		    lb > g->agblocks - agbno)
+			return "log position out of range";
+		g->log_start = (agno * g->agblocks + agbno) * g->bs;
+		g->log_bytes = lb * g->bs;
+	}
+	g->fs_bytes = g->dblocks * g->bs;
+	g->crc = version == 5;
+	if (version == 5) {
+		uint32_t ro = be32(sb + 212);
+
+		g->rmapbt = !!(ro & XFS_RO_RMAPBT);
+		g->reflink = !!(ro & XFS_RO_REFLINK);
+	} else if (version != 4) {
+		return "unknown superblock version";
+	}
+	return NULL;
+}
+
+uint64_t xfs_ino_to_byte(const struct xfs_geo *g, uint64_t ino)
+{
+	unsigned shift = g->agblklog + g->inopblog;
+	uint64_t agno = ino >> shift, agino = ino & ((1ull << shift) - 1);
+	uint64_t agbno = agino >> g->inopblog, slot = agino & ((1ull << g->inopblog) - 1);
+
+	if (agno >= g->agcount || agbno >= g->agblocks)
+		return UINT64_MAX;
+	return (agno * g->agblocks + agbno) * g->bs + slot * g->isize;
+}
+
+uint64_t xfs_byte_to_ino(const struct xfs_geo *g, uint64_t off)
+{
+	uint64_t agbytes = g->agblocks * g->bs;
+	uint64_t agno = off / agbytes, rem = off % agbytes;
+	uint64_t agbno = rem / g->bs, slot = (rem % g->bs) / g->isize;
+
+	return agno << (g->agblklog + g->inopblog) | agbno << g->inopblog | slot;
+}
+
+struct xctx {
+	struct resolver *r;
+	struct xfs_geo g;
+	struct rangeset chg;		/* changed in the fs, plus logged buffers */
+	struct rangeset logbufs;	/* buffer ranges named by the log */
+	uint64_t *seen;			/* non-rmap walk: inodes mapped */
+	size_t nseen, seencap;
+};
+
+static void log_inode(void *ctx, uint64_t ino, unsigned reasons)
+{
+	struct xctx *x = ctx;
+
+	res_get(&x->r->res, 0, ino)->reasons |= reasons;
+}
+
+static void log_range(void *ctx, uint64_t start, uint64_t len)
+{
+	struct xctx *x = ctx;
+
+	if (start < x->g.fs_bytes)
+		rs_add(&x->logbufs, start, len < x->g.fs_bytes - start ? len : x->g.fs_bytes - start);
+}
+
+/* Inodes whose slots overlap [a, b), known to be inside an inode chunk. */
+static void chunk_inodes(struct xctx *x, uint64_t a, uint64_t b)
+{
+	uint64_t s = a - a % x->g.isize;
+
+	for (; s < b; s += x->g.isize) {
+		struct item *it;
+
+		if (!rs_overlaps(&x->chg, s, x->g.isize))
+			continue;
+		it = res_get(&x->r->res, 0, xfs_byte_to_ino(&x->g, s));
+		it->reasons |= RSN_INODE;
+		if (rs_overlaps(&x->logbufs, s, x->g.isize))
+			it->reasons |= RSN_JOURNAL;
+	}
+}
+
+static void fsmap_rec(struct xctx *x, const struct fsmap *m, uint64_t qa, uint64_t qb)
+{
+	struct resolver *r = x->r;
+	uint64_t a = m->fmr_physical > qa ? m->fmr_physical : qa;
+	uint64_t b = m->fmr_physical + m->fmr_length < qb ? m->fmr_physical + m->fmr_length : qb;
+	uint64_t dev_bytes;
+	int at;
+
+	if (b <= a || !rs_overlaps(&x->chg, a, b - a))
+		return;
+	dev_bytes = rs_overlap_bytes(&r->changed, a, b - a);
+	if (m->fmr_flags & FMR_OF_SPECIAL_OWNER) {
+		switch (m->fmr_owner) {
+		case XFS_FMR_OWN_INODES:
+			chunk_inodes(x, a, b);
+			at = AT_INODES;
+			break;
+		case XFS_FMR_OWN_LOG:
+			at = AT_JOURNAL;
+			break;
+		case FMR_OWN_FREE:
+			at = AT_FREE;
+			break;
+		default:
+			at = AT_META;
+		}
+		r->st.attr[at] += dev_bytes;
+		return;
+	}
+	{
+		struct item *it = res_get(&r->res, 0, m->fmr_owner);
+
+		if (m->fmr_flags & FMR_OF_ATTR_FORK) {
+			it->reasons |= RSN_XATTR;
+			at = AT_XATTR;
+		} else if (m->fmr_flags & FMR_OF_EXTENT_MAP) {
+			it->reasons |= RSN_MAPPING;
+			at = AT_MAPPING;
+		} else {
+			it->reasons |= RSN_DATA;
+			it->dbytes += dev_bytes;
+			at = AT_DATA;
+		}
+		if (rs_overlaps(&x->logbufs, a, b - a))
+			it->reasons |= RSN_JOURNAL;
+		r->st.attr[at] += dev_bytes;
+	}
+}
+
+#define FSMAP_BATCH 512
+
+/* GETFSMAP over every range of x->chg.  1 if the kernel cannot do it. */
+static int fsmap_pass(struct xctx *x)
+{
+	struct resolver *r = x->r;
+	size_t sz = sizeof(struct fsmap_head) + FSMAP_BATCH * sizeof(struct fsmap);
+	struct fsmap_head *h = xmalloc(sz);
+	int rc = RX_OK;
+
+	for (size_t i = 0; i < x->chg.n && !rc; i++) {
+		uint64_t qa = x->chg.v[i].start, qb = qa + x->chg.v[i].len;
+
+		memset(h, 0, sz);
+		h->fmh_keys[0].fmr_device = (uint32_t)r->devno;
+		h->fmh_keys[0].fmr_physical = qa;
+		h->fmh_keys[1].fmr_device = (uint32_t)r->devno;
+		h->fmh_keys[1].fmr_physical = qb - 1;
+		h->fmh_keys[1].fmr_owner = UINT64_MAX;
+		h->fmh_keys[1].fmr_offset = UINT64_MAX;
+		h->fmh_keys[1].fmr_flags = UINT32_MAX;
+		for (;;) {
+			h->fmh_count = FSMAP_BATCH;
+			h->fmh_entries = 0;
+			if (ioctl(r->mnt_fd, FS_IOC_GETFSMAP, h)) {
+				if (errno == ENOTTY || errno == EOPNOTSUPP)
+					rc = 1;
+				else
+					rc = rx_fail(r, RX_ERROR, "GETFSMAP on %s: %s", r->mnt,
+						     strerror(errno));
+				break;
+			}
+			for (uint32_t k = 0; k < h->fmh_entries; k++)
+				fsmap_rec(x, &h->fmh_recs[k], qa, qb);
+			if (!h->fmh_entries || h->fmh_entries > FSMAP_BATCH ||
+			    (h->fmh_recs[h->fmh_entries - 1].fmr_flags & FMR_OF_LAST))
+				break;
+			/* Continue after the last record. */
+			h->fmh_keys[0] = h->fmh_recs[h->fmh_entries - 1];
+		}
+	}
+	free(h);
+	return rc;
+}
+
+/* ---- without rmapbt: FIEMAP during the walk ---- */
+
+static int seen_before(struct xctx *x, uint64_t ino)
+{
+	/* Linear probing on a power-of-two table; 0 marks empty. */
+	size_t mask, i;
+
+	if ((x->nseen + 1) * 2 > x->seencap) {
+		size_t ncap = x->seencap ? x->seencap * 2 : 4096;
+		uint64_t *nt = xcalloc(ncap, sizeof(*nt));
+
+		for (size_t k = 0; k < x->seencap; k++) {
+			uint64_t v = x->seen[k];
+
+			if (!v)
+				continue;
+			for (i = (v * 0x9e3779b97f4a7c15ull >> 17) & (ncap - 1); nt[i]; i = (i + 1) & (ncap - 1))
+				;
+			nt[i] = v;
+		}
+		free(x->seen);
+		x->seen = nt;
+		x->seencap = ncap;
+	}
+	mask = x->seencap - 1;
+	for (i = (ino * 0x9e3779b97f4a7c15ull >> 17) & mask; x->seen[i]; i = (i + 1) & mask)
+		if (x->seen[i] == ino)
+			return 1;
+	x->seen[i] = ino;
+	x->nseen++;
+	return 0;
+}
+
+static void map_fork(struct xctx *x, int fd, const struct walk_entry *e, int xattr)
+{
+	struct resolver *r = x->r;
+	struct fext *v = NULL;
+	size_t n = 0;
+
+	if (fiemap_get(fd, xattr, &v, &n))
+		return;
+	for (size_t i = 0; i < n; i++) {
+		struct item *it;
+		uint64_t dev_bytes;
+
+		if (v[i].flags & (FIEMAP_EXTENT_UNKNOWN | FIEMAP_EXTENT_DELALLOC)) {
+			/* Written after the sync: not ours, but say so. */
+			it = res_get(&r->res, 0, e->ino);
+			it->reasons |= xattr ? RSN_XATTR : RSN_DATA;
+			continue;
+		}
+		if (!rs_overlaps(&x->chg, v[i].physical, v[i].len))
+			continue;
+		dev_bytes = rs_overlap_bytes(&r->changed, v[i].physical, v[i].len);
+		it = res_get(&r->res, 0, e->ino);
+		if (xattr) {
+			it->reasons |= RSN_XATTR;
+			r->st.attr[AT_XATTR] += dev_bytes;
+		} else {
+			it->reasons |= RSN_DATA;
+			it->dbytes += dev_bytes;
+			r->st.attr[AT_DATA] += dev_bytes;
+		}
+		if (rs_overlaps(&x->logbufs, v[i].physical, v[i].len))
+			it->reasons |= RSN_JOURNAL;
+	}
+	free(v);
+}
+
+static int walk_visit(struct resolver *r, const struct walk_entry *e, void *ctx)
+{
+	struct xctx *x = ctx;
+	uint64_t off = xfs_ino_to_byte(&x->g, e->ino);
+	int fd;
+
+	(void)r;
+	if (off != UINT64_MAX && rs_overlaps(&x->chg, off, x->g.isize)) {
+		struct item *it = res_get(&x->r->res, 0, e->ino);
+
+		it->reasons |= RSN_INODE;
+		if (rs_overlaps(&x->logbufs, off, x->g.isize))
+			it->reasons |= RSN_JOURNAL;
+	}
+	if (e->type != FT_REG && e->type != FT_DIR)
+		return 0;
+	if (seen_before(x, e->ino))
+		return 0;
+	fd = openat(e->dirfd, e->name, O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | O_CLOEXEC |
+		    O_NOATIME);
+	if (fd < 0 && errno == EPERM)
+		fd = openat(e->dirfd, e->name, O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return 0;	/* gone since its directory was read */
+	x->r->st.files_mapped++;
+	map_fork(x, fd, e, 0);
+	map_fork(x, fd, e, 1);
+	close(fd);
+	return 0;
+}
+
+static int resolve(struct xctx *x)
+{
+	struct resolver *r = x->r;
+	struct xfs_geo *g = &x->g;
+	unsigned char sb[512];
+	const char *why;
+	double t;
+	int rc, use_walk;
+
+	rc = raw_read(r, sb, sizeof(sb), 0);
+	if (rc)
+		return rc;
+	why = xfs_parse_sb(sb, g);
+	if (why)
+		return rx_fail(r, RX_FULL_SCAN, "%s: XFS %s", r->dev_path, why);
+	if (g->fs_bytes > r->dev_bytes)
+		return rx_fail(r, RX_FULL_SCAN, "%s: the XFS filesystem is larger than the device",
+			       r->dev_path);
+	/* The changed set inside the filesystem. */
+	for (size_t i = 0; i < r->changed.n; i++) {
+		struct range c = r->changed.v[i];
+
+		if (c.start < g->fs_bytes)
+			rs_add(&x->chg, c.start, c.len < g->fs_bytes - c.start ? c.len : g->fs_bytes - c.start);
+		else
+			r->st.attr[AT_OUTSIDE] += c.len;
+		if (c.start < g->fs_bytes && c.len > g->fs_bytes - c.start)
+			r->st.attr[AT_OUTSIDE] += c.len - (g->fs_bytes - c.start);
+	}
+	rs_normalize(&x->chg);
+
+	if (rs_overlaps(&x->chg, g->log_start, g->log_bytes)) {
+		struct xlog_out lo = { x, log_inode, log_range, 0, 0, 0, 0 };
+
+		rc = xlog_scan(r, g, &x->chg, &lo);
+		if (rc)
+			return rc;
+		rs_normalize(&x->logbufs);
+		r->st.journal_trans = lo.transactions;
+		r->st.journal_blocks = rs_total(&x->logbufs) / g->bs;
+		for (size_t i = 0; i < x->logbufs.n; i++)
+			rs_add(&x->chg, x->logbufs.v[i].start, x->logbufs.v[i].len);
+		rs_normalize(&x->chg);
+	}
+
+	use_walk = !g->rmapbt;
+	if (!use_walk) {
+		r->st.method = "XFS: GETFSMAP (rmapbt), inode-chunk arithmetic, log";
+		rc = fsmap_pass(x);
+		if (rc == 1) {
+			use_walk = 1;
+			rc = RX_OK;
+		}
+		if (rc)
+			return rc;
+	}
+	if (use_walk) {
+		r->st.method = "XFS: FIEMAP walk, inode arithmetic, log";
+		r->st.attr[AT_JOURNAL] = 0;
+		r->st.attr[AT_JOURNAL] = rs_overlap_bytes(&r->changed, g->log_start, g->log_bytes);
+	}
+	r->st.phase[PH_ANALYZE] = now_sec() - r->t0 - r->st.phase[PH_SYNC] - r->st.phase[PH_MAP];
+
+	t = now_sec();
+	rc = walk_tree(r, use_walk ? walk_visit : NULL, x);
+	r->st.phase[PH_WALK] = now_sec() - t;
+	if (rc)
+		return rc;
+	{
+		uint64_t known = 0;
+
+		for (int a = 0; a < AT_UNKNOWN; a++)
+			known += r->st.attr[a];
+		r->st.attr[AT_UNKNOWN] = known < r->st.changed_bytes ? r->st.changed_bytes - known : 0;
+	}
+
+	t = now_sec();
+	for (size_t i = 0; i < r->res.cap; i++) {
+		struct item *it = r->res.tab[i];
+
+		if (!it)
+			continue;
+		if (it->type == FT_DIR && (it->reasons & RSN_DATA)) {
+			it->reasons = (it->reasons & ~RSN_DATA) | RSN_DIRECTORY;
+			r->st.attr[AT_DATA] -= it->dbytes;
+			r->st.attr[AT_DIR] += it->dbytes;
+		}
+		if ((it->reasons & ~RSN_JOURNAL) == RSN_INODE)
+			r->st.itable_neighbours++;
+		if (r->out_mode == 2 && it->type == FT_REG && it->npaths)
+			fiemap_item_ranges(r, it, &x->chg,
+					   !!(it->reasons & (RSN_INODE | RSN_MAPPING | RSN_JOURNAL)));
+	}
+	r->st.phase[PH_RANGES] = now_sec() - t;
+	return RX_OK;
+}
 
 int xfs_resolve(struct resolver *r)
 {
-	return rx_fail(r, RX_FULL_SCAN, "XFS is not supported yet");
+	struct xctx x;
+	int rc;
+
+	memset(&x, 0, sizeof(x));
+	x.r = r;
+	rs_init(&x.chg);
+	rs_init(&x.logbufs);
+	rc = resolve(&x);
+	rs_free(&x.chg);
+	rs_free(&x.logbufs);
+	free(x.seen);
+	return rc;
 }

@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: GPL-2.0 OR MIT */
+/* XFS geometry (from the superblock) and the log scan (xfslog.c). */
+#ifndef CHJ_RESOLVE_XFS_H
+#define CHJ_RESOLVE_XFS_H
+
+#include <stdint.h>
+
+#include "resolve.h"
+
+struct xfs_geo {
+	uint64_t bs;			/* block size */
+	uint64_t agblocks, agcount;
+	unsigned agblklog, inopblog;
+	uint64_t isize;			/* inode size */
+	uint64_t dblocks, fs_bytes;
+	uint64_t log_start, log_bytes;	/* internal log, device bytes */
+	uint8_t uuid[16];
+	int crc;			/* v5: checksummed log records */
+	int rmapbt, reflink;
+};
+
+/* Device byte offset of inode ino, or UINT64_MAX if out of range. */
+uint64_t xfs_ino_to_byte(const struct xfs_geo *g, uint64_t ino);
+/* Inode number of the inode slot at device byte off (inside an AG). */
+uint64_t xfs_byte_to_ino(const struct xfs_geo *g, uint64_t off);
+/* Parse a superblock (512 bytes, big-endian); NULL or why not usable. */
+const char *xfs_parse_sb(const unsigned char *sb, struct xfs_geo *g);
+
+struct xlog_out {
+	void *ctx;
+	void (*inode)(void *ctx, uint64_t ino, unsigned reasons);
+	void (*range)(void *ctx, uint64_t start, uint64_t len);	/* device bytes */
+	uint64_t transactions, records, head_lsn, tail_lsn;
+};
+
+/* Transactions in changed log blocks: their inodes and buffer ranges. */
+int xlog_scan(struct resolver *r, const struct xfs_geo *g, const struct rangeset *changed,
+	      struct xlog_out *out);
+
+#endif

@@ -1,0 +1,630 @@
+// SPDX-License-Identifier: GPL-2.0 OR MIT
+/*
+ * The XFS log.  syncfs() forces the log, but XFS writes logged metadata
+ * (inode cores, directory and attribute blocks) back to its home location
+ * only later, when the AIL is pushed: a chmod or a rename can sit in the
+ * log alone for a long time.  So when log blocks changed, the transactions
+ * written there are read, and what they carry counts as changed:
+ *   - inode items: the inode (ilf_ino), with xattr/extent-map reasons from
+ *     the fields logged;
+ *   - buffer items: the disk range of the buffer (a directory block, an
+ *     attribute block, an inode cluster...), classified like any changed
+ *     range by the caller;
+ *   - inode-create items: the new inode chunk's range;
+ *   - bmap and attr intents: their inode.
+ * Other item types (extent-free, rmap and refcount intents and their done
+ * items, quota) change no file by themselves; an unknown type stops
+ * everything: "full scan needed".
+ *
+ * Which transactions: the active log runs from the tail named by the head
+ * record (the newest record, found among the changed log blocks) to the
+ * head.  A transaction counts when any of its records lies in a changed
+ * region.  A transaction older than the tail has had all its items written
+ * home, after its records, so after the epoch if its records are: the
+ * home locations are in the change map themselves.
+ *
+ * Records: a header basic block (512 bytes, big-endian) plus extension
+ * headers for large records, then the data, whose first word in every
+ * basic block was replaced by the cycle number (restored from the
+ * headers).  Log items are in the writer's byte order: little-endian here.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "libchj.h"
+#include "resolve.h"
+#include "xfs.h"
+
+#define BB			512u
+#define XLOG_MAGIC		0xfeedbabeu
+#define XLOG_CYCLE_SIZE		32768u
+#define XLOG_MAX_RECORD		(256u * 1024)
+#define XLOG_REC_SIZE		328u	/* sizeof(struct xlog_rec_header), x86-64 */
+#define XLOG_REC_SIZE_OTHER	324u	/* the same on i386 */
+#define XLOG_EXT_HDR_SIZE	260u	/* sizeof(struct xlog_rec_ext_header) */
+#define XLOG_FMT_LINUX_LE	1u
+
+#define XLOG_START_TRANS	0x01
+#define XLOG_COMMIT_TRANS	0x02
+#define XLOG_CONTINUE_TRANS	0x04
+#define XLOG_WAS_CONT_TRANS	0x08
+#define XLOG_END_TRANS		0x10
+#define XLOG_UNMOUNT_TRANS	0x20
+
+#define XFS_TRANS_HEADER_MAGIC	0x5452414eu
+#define TRANS_HDR_LEN		16u
+
+#define XFS_LI_EFI		0x1236
+#define XFS_LI_EFD		0x1237
+#define XFS_LI_IUNLINK		0x1238
+#define XFS_LI_INODE		0x123b
+#define XFS_LI_BUF		0x123c
+#define XFS_LI_DQUOT		0x123d
+#define XFS_LI_QUOTAOFF		0x123e
+#define XFS_LI_ICREATE		0x123f
+#define XFS_LI_RUI		0x1240
+#define XFS_LI_RUD		0x1241
+#define XFS_LI_CUI		0x1242
+#define XFS_LI_CUD		0x1243
+#define XFS_LI_BUI		0x1244
+#define XFS_LI_BUD		0x1245
+#define XFS_LI_ATTRI		0x1246
+#define XFS_LI_ATTRD		0x1247
+
+#define XFS_ILOG_DEXT		0x004
+#define XFS_ILOG_DBROOT		0x008
+#define XFS_ILOG_ADATA		0x040
+#define XFS_ILOG_AEXT		0x080
+#define XFS_ILOG_ABROOT		0x100
+#define XFS_BLF_CANCEL		0x4
+
+#define FMT_MAX			65536u
+
+static uint32_t be32(const unsigned char *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static uint64_t be64(const unsigned char *p)
+{
+	return (uint64_t)be32(p) << 32 | be32(p + 4);
+}
+
+static uint16_t le16(const unsigned char *p)
+{
+	return (uint16_t)(p[0] | p[1] << 8);
+}
+
+static uint32_t le32(const unsigned char *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static uint64_t le64(const unsigned char *p)
+{
+	return (uint64_t)le32(p) | (uint64_t)le32(p + 4) << 32;
+}
+
+struct pend_ino {
+	uint64_t ino;
+	unsigned reasons;
+};
+
+struct xtrans {
+	uint32_t tid;
+	int touched;
+	int have_hdr;
+	unsigned hdr_len;
+	uint32_t item_total, item_cnt;
+	int collecting;		/* the current region is an item's format */
+	unsigned char *fmt;
+	size_t fmt_len, fmt_cap;
+	struct pend_ino *inos;
+	size_t ninos, icap;
+	struct rangeset bufs;	/* device bytes */
+	struct xtrans *next;
+};
+
+struct xlog {
+	struct resolver *r;
+	const struct xfs_geo *g;
+	const struct rangeset *changed;
+	struct xlog_out *out;
+	uint64_t bbs;		/* log length in basic blocks */
+	struct xtrans *trans;
+	unsigned char *rec;	/* one record: headers + data, unpacked */
+	unsigned char *crcbuf;
+	int err;
+};
+
+static struct xtrans *find_trans(struct xlog *l, uint32_t tid)
+{
+	for (struct xtrans *t = l->trans; t; t = t->next)
+		if (t->tid == tid)
+			return t;
+	return NULL;
+}
+
+static void free_trans(struct xlog *l, struct xtrans *t)
+{
+	struct xtrans **pp;
+
+	for (pp = &l->trans; *pp; pp = &(*pp)->next)
+		if (*pp == t) {
+			*pp = t->next;
+			break;
+		}
+	free(t->fmt);
+	free(t->inos);
+	rs_free(&t->bufs);
+	free(t);
+}
+
+static void pend_ino(struct xtrans *t, uint64_t ino, unsigned reasons)
+{
+	xgrow((void **)&t->inos, &t->icap, t->ninos + 1, sizeof(*t->inos));
+	t->inos[t->ninos].ino = ino;
+	t->inos[t->ninos].reasons = reasons;
+	t->ninos++;
+}
+
+/* Decode a complete item format region. */
+static int decode_item(struct xlog *l, struct xtrans *t)
+{
+	const unsigned char *f = t->fmt;
+	size_t n = t->fmt_len;
+	const struct xfs_geo *g = l->g;
+	unsigned type;
+
+	if (n < 4)
+		return 0;
+	type = le16(f);
+	switch (type) {
+	case XFS_LI_INODE: {
+		uint32_t fields;
+		uint64_t ino;
+		unsigned rsn = RSN_INODE | RSN_JOURNAL;
+
+		if (n >= 56)
+			ino = le64(f + 16);
+		else if (n >= 52)
+			ino = le64(f + 12);	/* xfs_inode_log_format_32 */
+		else
+			return rx_fail(l->r, RX_FULL_SCAN, "XFS log: short inode item (%zu bytes)", n);
+		fields = le32(f + 4);
+		if (fields & (XFS_ILOG_ADATA | XFS_ILOG_AEXT | XFS_ILOG_ABROOT))
+			rsn |= RSN_XATTR;
+		if (fields & (XFS_ILOG_DEXT | XFS_ILOG_DBROOT))
+			rsn |= RSN_MAPPING;
+		pend_ino(t, ino, rsn);
+		return 0;
+	}
+	case XFS_LI_BUF: {
+		uint16_t flags, len;
+		int64_t blkno;
+
+		if (n < 16)
+			return rx_fail(l->r, RX_FULL_SCAN, "XFS log: short buffer item");
+		flags = le16(f + 4);
+		len = le16(f + 6);
+		blkno = (int64_t)le64(f + 8);
+		/* A cancelled buffer was freed: nothing is written home. */
+		if (!(flags & XFS_BLF_CANCEL) && blkno >= 0 && len)
+			rs_add(&t->bufs, (uint64_t)blkno * BB, (uint64_t)len * BB);
+		return 0;
+	}
+	case XFS_LI_ICREATE: {
+		uint64_t agno, agbno, length;
+
+		if (n < 24)
+			return rx_fail(l->r, RX_FULL_SCAN, "XFS log: short inode-create item");
+		agno = be32(f + 4);
+		agbno = be32(f + 8);
+		length = be32(f + 20);
+		if (agno < g->agcount && agbno < g->agblocks && length <= g->agblocks - agbno)
+			rs_add(&t->bufs, (agno * g->agblocks + agbno) * g->bs, length * g->bs);
+		return 0;
+	}
+	case XFS_LI_BUI: {
+		uint32_t ne;
+
+		if (n < 16)
+			return rx_fail(l->r, RX_FULL_SCAN, "XFS log: short bmap intent");
+		ne = le32(f + 4);
+		if ((uint64_t)ne * 32 + 16 > n)
+			return rx_fail(l->r, RX_FULL_SCAN, "XFS log: bmap intent with %u extents in %zu bytes",
+				       ne, n);
+		for (uint32_t i = 0; i < ne; i++)
+			pend_ino(t, le64(f + 16 + 32 * i), RSN_INODE | RSN_MAPPING | RSN_JOURNAL);
+		return 0;
+	}
+	case XFS_LI_ATTRI:
+		if (n < 24)
+			return rx_fail(l->r, RX_FULL_SCAN, "XFS log: short attr intent");
+		pend_ino(t, le64(f + 16), RSN_INODE | RSN_XATTR | RSN_JOURNAL);
+		return 0;
+	case XFS_LI_EFI: case XFS_LI_EFD: case XFS_LI_IUNLINK: case XFS_LI_DQUOT:
+	case XFS_LI_QUOTAOFF: case XFS_LI_RUI: case XFS_LI_RUD: case XFS_LI_CUI:
+	case XFS_LI_CUD: case XFS_LI_BUD: case XFS_LI_ATTRD:
+		return 0;
+	}
+	return rx_fail(l->r, RX_FULL_SCAN, "XFS log: unknown log item type 0x%x", type);
+}
+
+static int finish_region(struct xlog *l, struct xtrans *t)
+{
+	int rc = 0;
+
+	if (t->collecting)
+		rc = decode_item(l, t);
+	t->collecting = 0;
+	t->fmt_len = 0;
+	return rc;
+}
+
+static void collect(struct xtrans *t, const unsigned char *d, size_t len)
+{
+	size_t take = len;
+
+	if (t->fmt_len + take > FMT_MAX)
+		take = FMT_MAX - t->fmt_len;
+	xgrow((void **)&t->fmt, &t->fmt_cap, t->fmt_len + take + 1, 1);
+	memcpy(t->fmt + t->fmt_len, d, take);
+	t->fmt_len += take;
+}
+
+static int region_start(struct xlog *l, struct xtrans *t, const unsigned char *d, size_t len)
+{
+	int rc;
+
+	if (!len)
+		return 0;
+	rc = finish_region(l, t);
+	if (rc)
+		return rc;
+	if (!t->have_hdr) {
+		/* The transaction header, possibly split across records. */
+		if (len > TRANS_HDR_LEN || (len >= 4 && le32(d) != XFS_TRANS_HEADER_MAGIC))
+			return rx_fail(l->r, RX_FULL_SCAN, "XFS log: bad transaction header");
+		t->hdr_len = (unsigned)len;
+		t->have_hdr = len == TRANS_HDR_LEN;
+		return 0;
+	}
+	if (t->item_cnt >= t->item_total) {
+		/* First region of a new item: its format structure. */
+		if (len < 4)
+			return rx_fail(l->r, RX_FULL_SCAN, "XFS log: item region of %zu bytes", len);
+		t->item_total = le16(d + 2);
+		t->item_cnt = 1;
+		if (!t->item_total)
+			return rx_fail(l->r, RX_FULL_SCAN, "XFS log: item with no regions");
+		t->collecting = 1;
+		collect(t, d, len);
+		return 0;
+	}
+	t->item_cnt++;
+	return 0;
+}
+
+static void region_append(struct xtrans *t, const unsigned char *d, size_t len)
+{
+	if (!t->have_hdr) {
+		t->hdr_len += (unsigned)len;
+		if (t->hdr_len >= TRANS_HDR_LEN)
+			t->have_hdr = 1;
+		return;
+	}
+	if (t->collecting)
+		collect(t, d, len);
+}
+
+static void emit(struct xlog *l, struct xtrans *t)
+{
+	if (!t->touched)
+		return;
+	l->out->transactions++;
+	for (size_t i = 0; i < t->ninos; i++)
+		l->out->inode(l->out->ctx, t->inos[i].ino, t->inos[i].reasons);
+	rs_normalize(&t->bufs);
+	for (size_t i = 0; i < t->bufs.n; i++)
+		l->out->range(l->out->ctx, t->bufs.v[i].start, t->bufs.v[i].len);
+}
+
+/* The ops of one unpacked record. */
+static int record_ops(struct xlog *l, const unsigned char *dp, uint32_t len, uint32_t nops,
+		      int touched)
+{
+	const unsigned char *end = dp + len;
+	int rc;
+
+	while (dp < end && nops--) {
+		uint32_t tid, olen;
+		unsigned flags;
+		struct xtrans *t;
+
+		if (end - dp < 12)
+			return rx_fail(l->r, RX_FULL_SCAN, "XFS log: op header overruns its record");
+		tid = be32(dp);
+		olen = be32(dp + 4);
+		flags = dp[9];
+		dp += 12;
+		if (olen > (uint32_t)(end - dp))
+			return rx_fail(l->r, RX_FULL_SCAN, "XFS log: op overruns its record");
+		t = find_trans(l, tid);
+		if (!t) {
+			/* Ops of a transaction begun before the tail: skip. */
+			if (flags & XLOG_START_TRANS) {
+				t = xcalloc(1, sizeof(*t));
+				t->tid = tid;
+				t->touched = touched;
+				rs_init(&t->bufs);
+				t->next = l->trans;
+				l->trans = t;
+			}
+			dp += olen;
+			continue;
+		}
+		t->touched |= touched;
+		flags &= ~XLOG_END_TRANS;
+		if (flags & XLOG_WAS_CONT_TRANS)
+			flags &= ~XLOG_CONTINUE_TRANS;
+		switch (flags) {
+		case 0:
+		case XLOG_CONTINUE_TRANS:
+			rc = region_start(l, t, dp, olen);
+			break;
+		case XLOG_WAS_CONT_TRANS:
+			region_append(t, dp, olen);
+			rc = 0;
+			break;
+		case XLOG_COMMIT_TRANS:
+			rc = finish_region(l, t);
+			if (!rc)
+				emit(l, t);
+			free_trans(l, t);
+			break;
+		case XLOG_UNMOUNT_TRANS:
+			free_trans(l, t);
+			rc = 0;
+			break;
+		default:
+			rc = rx_fail(l->r, RX_FULL_SCAN, "XFS log: op flags 0x%x", flags);
+		}
+		if (rc)
+			return rc;
+		dp += olen;
+	}
+	return 0;
+}
+
+/* Read n basic blocks of the log starting at block b, wrapping. */
+static int read_bbs(struct xlog *l, uint64_t b, uint64_t n, unsigned char *buf)
+{
+	while (n) {
+		uint64_t k = b + n > l->bbs ? l->bbs - b : n;
+
+		if (raw_read(l->r, buf, k * BB, l->g->log_start + b * BB))
+			return -1;
+		buf += k * BB;
+		n -= k;
+		b = (b + k) % l->bbs;
+	}
+	return 0;
+}
+
+struct rechdr {
+	uint32_t cycle, version, len, crc, nops, fmt, size;
+	uint64_t lsn, tail_lsn;
+	unsigned hblks;
+};
+
+/* Parse and sanity-check the record header at log block b; 0 if valid. */
+static int parse_hdr(struct xlog *l, const unsigned char *h, uint64_t b, struct rechdr *rh)
+{
+	if (be32(h) != XLOG_MAGIC)
+		return -1;
+	rh->cycle = be32(h + 4);
+	rh->version = be32(h + 8);
+	rh->len = be32(h + 12);
+	rh->lsn = be64(h + 16);
+	rh->tail_lsn = be64(h + 24);
+	rh->crc = le32(h + 32);
+	rh->nops = be32(h + 40);
+	rh->fmt = be32(h + 300);
+	rh->size = be32(h + 320);
+	if (!(rh->version & 3) || (rh->version & ~3u) || rh->len > XLOG_MAX_RECORD ||
+	    (uint64_t)rh->len / BB + 1 >= l->bbs || rh->lsn >> 32 != rh->cycle ||
+	    (rh->lsn & 0xffffffffu) != b || memcmp(h + 304, l->g->uuid, 16))
+		return -1;
+	rh->hblks = 1;
+	if ((rh->version & 2) && rh->size > XLOG_CYCLE_SIZE) {
+		if (rh->size > XLOG_MAX_RECORD)
+			return -1;
+		rh->hblks = (rh->size + XLOG_CYCLE_SIZE - 1) / XLOG_CYCLE_SIZE;
+	}
+	/* Enough extension headers for the data's cycle words. */
+	if ((rh->len + BB - 1) / BB > (uint64_t)rh->hblks * (XLOG_CYCLE_SIZE / BB))
+		return -1;
+	return 0;
+}
+
+/*
+ * Read the whole record at log block b into l->rec (headers, then data),
+ * check its CRC (v5) and restore the cycle words.  0 if valid.
+ */
+static int read_record(struct xlog *l, uint64_t b, struct rechdr *rh)
+{
+	unsigned char *rec = l->rec, *dp;
+	uint64_t dbbs;
+
+	if (read_bbs(l, b, 1, rec) || parse_hdr(l, rec, b, rh))
+		return -1;
+	dbbs = (rh->len + BB - 1) / BB;
+	if (read_bbs(l, b, rh->hblks + dbbs, rec))
+		return -1;
+	dp = rec + (size_t)rh->hblks * BB;
+	if (l->g->crc) {
+		unsigned xheads = (rh->len + XLOG_CYCLE_SIZE - 1) / XLOG_CYCLE_SIZE;
+		size_t o;
+		int ok = 0;
+
+		for (int pass = 0; pass < 2 && !ok; pass++) {
+			unsigned hs = pass ? XLOG_REC_SIZE_OTHER : XLOG_REC_SIZE;
+
+			o = 0;
+			memcpy(l->crcbuf, rec, hs);
+			memset(l->crcbuf + 32, 0, 4);
+			o = hs;
+			for (unsigned i = 1; i < xheads && i < rh->hblks; i++) {
+				memcpy(l->crcbuf + o, rec + (size_t)i * BB, XLOG_EXT_HDR_SIZE);
+				o += XLOG_EXT_HDR_SIZE;
+			}
+			memcpy(l->crcbuf + o, dp, rh->len);
+			o += rh->len;
+			ok = chj_crc32c(l->crcbuf, o) == rh->crc;
+		}
+		if (!ok)
+			return -1;
+	}
+	/* Restore the first word of every data block. */
+	for (uint64_t i = 0; i < dbbs; i++) {
+		uint64_t j = i / (XLOG_CYCLE_SIZE / BB), k = i % (XLOG_CYCLE_SIZE / BB);
+		const unsigned char *src = j ? rec + j * BB + 4 + 4 * k : rec + 44 + 4 * k;
+
+		memcpy(dp + i * BB, src, 4);
+	}
+	return 0;
+}
+
+static int record_touched(struct xlog *l, uint64_t b, const struct rechdr *rh)
+{
+	uint64_t n = rh->hblks + (rh->len + BB - 1) / BB;
+
+	if (b + n <= l->bbs)
+		return rs_overlaps(l->changed, l->g->log_start + b * BB, n * BB);
+	return rs_overlaps(l->changed, l->g->log_start + b * BB, (l->bbs - b) * BB) ||
+	       rs_overlaps(l->changed, l->g->log_start, (b + n - l->bbs) * BB);
+}
+
+struct cand {
+	uint64_t lsn, b;
+};
+
+static int cmp_cand(const void *a, const void *b)
+{
+	const struct cand *x = a, *y = b;
+
+	return (x->lsn < y->lsn) - (x->lsn > y->lsn);	/* newest first */
+}
+
+int xlog_scan(struct resolver *r, const struct xfs_geo *g, const struct rangeset *changed,
+	      struct xlog_out *out)
+{
+	struct xlog l = { r, g, changed, out, g->log_bytes / BB, NULL, NULL, NULL, 0 };
+	struct cand *cv = NULL;
+	size_t nc = 0, ccap = 0;
+	unsigned char *chunk = NULL;
+	struct rechdr head, rh;
+	uint64_t b, headb = 0, steps;
+	int rc = RX_OK, found = 0;
+
+	l.rec = xmalloc((size_t)8 * BB + XLOG_MAX_RECORD + BB);
+	l.crcbuf = xmalloc(XLOG_REC_SIZE + 8 * XLOG_EXT_HDR_SIZE + XLOG_MAX_RECORD);
+	chunk = xmalloc(1u << 20);
+	/* Record headers in changed log blocks: the newest is the head. */
+	for (size_t i = rs_find(changed, g->log_start);
+	     i < changed->n && changed->v[i].start < g->log_start + g->log_bytes; i++) {
+		uint64_t a = changed->v[i].start > g->log_start ? changed->v[i].start : g->log_start;
+		uint64_t e = changed->v[i].start + changed->v[i].len;
+
+		if (e > g->log_start + g->log_bytes)
+			e = g->log_start + g->log_bytes;
+		a = (a - g->log_start) / BB;
+		e = (e - g->log_start + BB - 1) / BB;
+		for (b = a; b < e;) {
+			uint64_t n = e - b > (1u << 20) / BB ? (1u << 20) / BB : e - b;
+
+			if (read_bbs(&l, b, n, chunk)) {
+				rc = r->err_code;
+				goto out;
+			}
+			for (uint64_t k = 0; k < n; k++) {
+				const unsigned char *h = chunk + k * BB;
+
+				if (be32(h) == XLOG_MAGIC && !parse_hdr(&l, h, b + k, &rh)) {
+					xgrow((void **)&cv, &ccap, nc + 1, sizeof(*cv));
+					cv[nc].lsn = rh.lsn;
+					cv[nc].b = b + k;
+					nc++;
+				}
+			}
+			b += n;
+		}
+	}
+	qsort(cv, nc, sizeof(*cv), cmp_cand);
+	for (size_t i = 0; i < nc && !found; i++) {
+		if (!read_record(&l, cv[i].b, &head)) {
+			found = 1;
+			headb = cv[i].b;
+		}
+	}
+	if (!found) {
+		/* Changed log blocks without a readable record: nothing new
+		 * was logged there (a log wrap's zeroing), or it is torn. */
+		if (nc)
+			rc = rx_fail(r, RX_FULL_SCAN, "XFS log: no readable record among the changed log blocks");
+		goto out;
+	}
+	if (head.fmt != XLOG_FMT_LINUX_LE) {
+		rc = rx_fail(r, RX_FULL_SCAN, "XFS log written in another byte order (format %u)", head.fmt);
+		goto out;
+	}
+	out->head_lsn = head.lsn;
+	out->tail_lsn = head.tail_lsn;
+	b = head.tail_lsn & 0xffffffffu;
+	if (b >= l.bbs || head.tail_lsn > head.lsn) {
+		rc = rx_fail(r, RX_FULL_SCAN, "XFS log: tail %llx out of range",
+			     (unsigned long long)head.tail_lsn);
+		goto out;
+	}
+	/* From the tail to the head, record by record. */
+	for (steps = 0; steps <= l.bbs; steps++) {
+		if (read_record(&l, b, &rh)) {
+			rc = rx_fail(r, RX_FULL_SCAN, "XFS log: unreadable record at block %llu between tail and head",
+				     (unsigned long long)b);
+			goto out;
+		}
+		if (rh.lsn > head.lsn || rh.lsn < head.tail_lsn) {
+			rc = rx_fail(r, RX_FULL_SCAN, "XFS log: record at block %llu out of sequence",
+				     (unsigned long long)b);
+			goto out;
+		}
+		out->records++;
+		rc = record_ops(&l, l.rec + (size_t)rh.hblks * BB, rh.len, rh.nops,
+				record_touched(&l, b, &rh));
+		if (rc)
+			goto out;
+		if (b == headb)
+			break;
+		b = (b + rh.hblks + (rh.len + BB - 1) / BB) % l.bbs;
+	}
+	if (steps > l.bbs) {
+		rc = rx_fail(r, RX_FULL_SCAN, "XFS log: the head was not reached from the tail");
+		goto out;
+	}
+	/* Transactions not committed yet count as well, when touched. */
+	for (struct xtrans *t = l.trans; t; t = t->next) {
+		rc = finish_region(&l, t);
+		if (rc)
+			goto out;
+		emit(&l, t);
+	}
+out:
+	while (l.trans)
+		free_trans(&l, l.trans);
+	free(cv);
+	free(chunk);
+	free(l.rec);
+	free(l.crcbuf);
+	return rc;
+}
