@@ -14,7 +14,7 @@
 # example's VM test copies an unmounted device, and a file not being
 # written).  The result is verified against the source by checksum.
 #
-# Environment: CHJ, CHJ_RESOLVE (tool paths).
+# Needs jq for --file.  Environment: CHJ, CHJ_RESOLVE (tool paths).
 set -euo pipefail
 CHJ=${CHJ:-chj}
 CHJ_RESOLVE=${CHJ_RESOLVE:-chj-resolve}
@@ -43,12 +43,11 @@ if [ -f "$state" ] && [ -f "$backup" ]; then
 	trap 'rm -f "$ranges"' EXIT
 	rc=0
 	if [ -n "$file" ]; then
-		# JSON Lines; keep this file's "ranges": [[offset, length], ...].
+		# JSON Lines: keep this file's "ranges": [{"start": B, "length": B}].
 		"$CHJ_RESOLVE" --since "$prev" --json "/dev/mapper/$name" >"$ranges.json" || rc=$?
 		if [ $rc -eq 0 ]; then
-			grep -F "\"path\":\"$file\"" "$ranges.json" |
-				grep -o '"ranges":\[[^]]*\]*\]' | grep -o '\[[0-9]*,[0-9]*\]' |
-				tr -d '[]' | tr ',' ' ' >"$ranges" || true
+			jq -r --arg f "$file" 'select(.path == $f) | .ranges[]? |
+				"\(.start) \(.length)"' "$ranges.json" >"$ranges"
 		fi
 		rm -f "$ranges.json"
 	else

@@ -1,0 +1,41 @@
+#!/bin/bash
+# Incremental tar archive of what changed since the last run.
+#
+#   tar-backup.sh NAME ARCHIVE_DIR
+#
+# Writes ARCHIVE_DIR/chj-EPOCH.tar: a full archive the first time (or when
+# the epoch is no longer retained), then one with only the files
+# chj-resolve lists.  Directories are archived without recursion
+# (--no-recursion): their entries are listed when they changed; a deletion
+# shows as a directory whose member is gone.  Lock-step: checkpoint first.
+# Environment: CHJ, CHJ_RESOLVE (tool paths).
+set -euo pipefail
+CHJ=${CHJ:-chj}
+CHJ_RESOLVE=${CHJ_RESOLVE:-chj-resolve}
+[ $# -eq 2 ] || { echo "usage: $0 NAME ARCHIVE_DIR" >&2; exit 2; }
+name=$1 dir=$2 state=$2/epoch
+mnt=$(findmnt -n -o TARGET --source "/dev/mapper/$name" | head -n 1)
+[ -n "$mnt" ] || { echo "tar-backup: /dev/mapper/$name is not mounted" >&2; exit 1; }
+mkdir -p "$dir"
+
+new=$($CHJ checkpoint "$name")
+rc=3
+if [ -f "$state" ]; then
+	rc=0
+	"$CHJ_RESOLVE" -0 --since "$(cat "$state")" "/dev/mapper/$name" >"$dir/list.$new" || rc=$?
+fi
+case $rc in
+0)
+	tar --null --no-recursion -C / -cf "$dir/chj-$new.tar" -T "$dir/list.$new"
+	;;
+3)
+	tar -C "$mnt" -cf "$dir/chj-$new.tar" .
+	;;
+*)
+	echo "tar-backup: chj-resolve failed (exit $rc)" >&2
+	exit 1
+	;;
+esac
+rm -f "$dir/list.$new"
+echo "$new" >"$state"
+echo "$dir/chj-$new.tar"
