@@ -408,14 +408,14 @@ static sqlite3_int64 resolve_run(const char *sel, const char *kind)
 static char *run_desc(sqlite3_int64 id)
 {
 	sqlite3_stmt *st = prep("SELECT substr(git_commit, 1, 12) || CASE WHEN git_commit LIKE '%-dirty' "
-				"THEN '-dirty' ELSE '' END, date, kind, coalesce(backing, '') FROM runs WHERE id = ?");
+				"THEN '-dirty' ELSE '' END, date, kind || coalesce(' ' || backing, '') FROM runs WHERE id = ?");
 	char *s = xmalloc(200);
 
 	sqlite3_bind_int64(st, 1, id);
 	if (sqlite3_step(st) != SQLITE_ROW)
 		die("no run %lld", (long long)id);
-	snprintf(s, 200, "run %lld (%s, %s, %s %s)", (long long)id, sqlite3_column_text(st, 0),
-		 sqlite3_column_text(st, 1), sqlite3_column_text(st, 2), sqlite3_column_text(st, 3));
+	snprintf(s, 200, "run %lld (%s, %s, %s)", (long long)id, sqlite3_column_text(st, 0),
+		 sqlite3_column_text(st, 1), sqlite3_column_text(st, 2));
 	sqlite3_finalize(st);
 	return s;
 }
@@ -656,9 +656,9 @@ static int cmd_compare(const char *sa, const char *sb, double thr, double alpha,
 		printf("%-7s %-22s %-18s %24s %24s %7.3f %8s  %s\n", r->b->target, r->b->job, r->b->metric,
 		       ma, mb, r->ratio, fmt_p(pb, sizeof(pb), r->w.p), r->verdict);
 	}
-	printf("\ncompare %s: run %lld vs run %lld: %d metrics, %d regression%s, %d improved, "
+	printf("\ncompare %s: run %lld vs run %lld: %d metric%s, %d regression%s, %d improved, "
 	       "%d same, %d untested (threshold %.1f%%, alpha %g)\n",
-	       regress ? "FAIL" : "ok", (long long)ra, (long long)rb, compared, regress,
+	       regress ? "FAIL" : "ok", (long long)ra, (long long)rb, compared, compared == 1 ? "" : "s", regress,
 	       regress == 1 ? "" : "s", improve, same, untested, thr * 100, alpha);
 	return regress ? 1 : 0;
 }

@@ -141,6 +141,7 @@ for n in $FILES; do
 							find /tmp/mnt/tree -type f -newer /tmp/ref
 						;;
 					fiemap)
+						# shellcheck disable=SC2016 # sh -c gets its own $1..$3
 						measure "$method" "$job" "$rep" /tmp/list -- sh -c \
 							'"$1" changes --since "$2" r --bytes >/tmp/changes && "$3" fiemap-walk /tmp/mnt/tree /tmp/changes' \
 							sh "$CHJ" "$epoch" "$GUEST"

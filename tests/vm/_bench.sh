@@ -57,7 +57,7 @@ META_STAT=/sys/dev/block/$(dmsetup info -c --noheadings -o major,minor bmeta | t
 # target pays for first allocation.
 log "prefill $ORIGIN ($SIZE_MIB MiB) and $META ($META_MIB MiB)"
 dd if=/dev/zero of=$ORIGIN bs=1M count="$SIZE_MIB" oflag=direct status=none
-dd if=/dev/zero of=$META bs=1M count="$META_MIB" oflag=direct status=none
+dd if=/dev/zero of="$META" bs=1M count="$META_MIB" oflag=direct status=none
 
 params="reps=$REPS size_mib=$SIZE_MIB meta_mib=$META_MIB nios=$NIOS ckpt_s=$CKPT_S targets=${TARGETS// /,}"
 {
@@ -126,7 +126,7 @@ start=$SECONDS
 log "backing $BACKING, $params"
 for rep in $(seq "$REPS"); do
 	for target in $TARGETS; do
-		dd if=/dev/zero of=$META bs=1M count=8 oflag=direct status=none
+		dd if=/dev/zero of="$META" bs=1M count=8 oflag=direct status=none
 		dm_create b "$(table "$target")" >/dev/null
 		file=fio/$(printf %03d $nfio)-$target-$rep.json
 		jobfile "$target" "$rep" >"$OUT/state/job.fio"

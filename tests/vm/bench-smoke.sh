@@ -40,6 +40,21 @@ assert_eq 1 "$(q "SELECT count(*) FROM metrics WHERE run_id=$run AND target='chj
 assert_eq 1 "$(q "SELECT count(*) FROM metrics WHERE run_id=$run AND target='era' AND job='ckpt-under-load' AND metric='ckpt_lat_p50_ms' AND value > 0")" "era checkpoint latency"
 assert_eq 1 "$(q "SELECT count(*) FROM results WHERE run_id=$run AND json_extract(output, '\$.\"fio version\"') IS NOT NULL AND job='seqwrite-1m' AND target='chj'")" "full fio JSON stored"
 
+log "compare gates: synthetic runs, 10 % fewer IOPS at n=5 must regress"
+q "INSERT INTO runs (id, git_commit, kernel, date, host, kind) VALUES
+	(901, 'aaaa', 'k', 'd', 'h', 'target'), (902, 'bbbb', 'k', 'd', 'h', 'target'),
+	(903, 'cccc', 'k', 'd', 'h', 'target');
+	WITH v(rep, x) AS (VALUES (1, 100), (2, 101), (3, 99), (4, 100), (5, 102))
+	INSERT INTO metrics SELECT r, 'chj', 'j', rep, 'write_iops', x * f FROM v,
+	(SELECT 901 AS r, 1.0 AS f UNION ALL SELECT 902, 0.9 UNION ALL SELECT 903, 1.005)"
+rc=0
+"$bdb" --db $db compare 901 902 >/tmp/cmp.txt || rc=$?
+cat /tmp/cmp.txt
+assert_eq 1 $rc "compare exit status on a regression"
+grep -q 'REGRESSION' /tmp/cmp.txt || fail "no REGRESSION line"
+"$bdb" --db $db compare 901 903 | tail -n 1 | grep -q '^compare ok' || fail "0.5 % change flagged"
+"$bdb" --db $db compare aaaa cccc >/dev/null || fail "compare by commit"
+
 log "ratio, compare (a run against itself: no regression), targets"
 "$bdb" --db $db ratio "$run" linear chj >/dev/null
 "$bdb" --db $db compare "$run" "$run" | tail -n 1
