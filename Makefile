@@ -75,7 +75,7 @@ sparse:
 	$(MAKE) -C $(KDIR) M=$(CURDIR)/dm-target C=2 modules
 
 demo: all
-	scripts/vm-test --verbose demo
+	scripts/vm-test demo
 
 bench: all
 	scripts/bench
