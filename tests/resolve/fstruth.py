@@ -42,14 +42,34 @@ def xattrs(path):
     return out
 
 
+ZERO = bytes(65536)
+
+
 def content_hash(path):
+    """Hash of the content: 64 KiB blocks that are not all zeros, with their
+    index.  Holes are skipped (SEEK_DATA), and read the same as zeros."""
     h = hashlib.sha256()
-    with open(path, "rb", buffering=0) as f:
-        while True:
-            b = f.read(1 << 20)
-            if not b:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        size = os.fstat(fd).st_size
+        pos = 0
+        while pos < size:
+            try:
+                pos = os.lseek(fd, pos, os.SEEK_DATA)
+            except OSError:
                 break
-            h.update(b)
+            end = os.lseek(fd, pos, os.SEEK_HOLE)
+            pos -= pos % 65536
+            while pos < end:
+                b = os.pread(fd, 65536, pos)
+                if not b:
+                    break
+                if b != ZERO[:len(b)]:
+                    h.update(pos.to_bytes(8, "little"))
+                    h.update(hashlib.sha256(b).digest())
+                pos += 65536
+    finally:
+        os.close(fd)
     return h.hexdigest()
 
 

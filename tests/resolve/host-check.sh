@@ -6,6 +6,9 @@
 # which is all the resolver may rely on), passed through CHJ_RESOLVE_CHANGES.
 #
 #   tests/resolve/host-check.sh ext4|xfs|xfs-normap|btrfs [MKFS_OPTION...]
+# HOST_WRAP_FILES=N creates N files after the checkpoint, touches them all
+# HOST_WRAP_ROUNDS (40) times with a sync each time, and deletes half:
+# enough to wrap an XFS log of 64 MiB since the checkpoint.
 # Needs root and loop devices.  Work files go to $TMPDIR (default /tmp).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -52,6 +55,17 @@ cp --sparse=always "$img" "$work/before.img"
 fsfreeze -u "$mnt"
 
 echo "--- modify"
+if [ -n "${HOST_WRAP_FILES:-}" ]; then
+	# Enough metadata traffic to wrap the log since the "checkpoint":
+	# every round relogs every inode.
+	mkdir "$mnt/wrap"
+	(cd "$mnt/wrap" && seq -f w%g "$HOST_WRAP_FILES" | xargs touch)
+	for ((i = 0; i < ${HOST_WRAP_ROUNDS:-40}; i++)); do
+		(cd "$mnt/wrap" && ls | xargs touch)
+		sync
+	done
+	(cd "$mnt/wrap" && ls | sed -n 'p;n' | xargs rm)
+fi
 wl_modify "$mnt" "$work/writes"
 sync
 cp --sparse=always "$img" "$work/after.img"

@@ -11,6 +11,9 @@ TRUTH=$CHJ_ROOT/tests/resolve/fstruth.py
 . "$CHJ_ROOT/tests/resolve/workload.sh"
 [ -x "$RESOLVE" ] || fail "$RESOLVE not built (make userspace)"
 
+# rlog MSG: log with the seconds since the test began.
+rlog() { log "[${SECONDS}s] $*"; }
+
 # rexpect CODE CMD...: run CMD, require exit status CODE; output in
 # $CHJ_OUT/last.out and last.err.
 rexpect() {
@@ -24,30 +27,30 @@ rexpect() {
 # filesystem mounted on MNT.  Populate, checkpoint, modify, resolve, compare.
 resolve_truth_test() {
 	local name=$1 mnt=$2 e out=$CHJ_OUT t0 t1
-	log "populate"
+	rlog "populate"
 	wl_populate "$mnt"
 	sync
 	python3 "$TRUTH" snap "$mnt" "$out/before.json"
 	sync
 	e=$("$CHJ" checkpoint "$name")
-	log "checkpoint: epoch $e; modify"
+	rlog "checkpoint: epoch $e; modify"
 	wl_modify "$mnt" "$out/writes"
 	sync
-	log "resolve since $e"
+	rlog "resolve since $e"
 	t0=$(date +%s.%N)
-	"$RESOLVE" --since "$e" --json --stats "$name" >"$out/out.json" 2>"$out/stats.txt" ||
+	CHJ_RESOLVE_DEBUG=1 "$RESOLVE" --since "$e" --json --stats "$name" >"$out/out.json" 2>"$out/stats.txt" ||
 		{ cat "$out/stats.txt"; fail "chj-resolve --json exited $?"; }
 	t1=$(date +%s.%N)
 	cat "$out/stats.txt"
-	log "resolve took $(echo "$t1 - $t0" | bc) s"
+	rlog "resolve took $(echo "$t1 - $t0" | bc) s"
 	"$RESOLVE" --since "$e" -0 "/dev/mapper/$name" >"$out/out0"
 	"$RESOLVE" "$name" >"$out/out.txt"	# default: since the current epoch
 	python3 "$TRUTH" snap "$mnt" "$out/after.json"
-	log "ground truth: -0 output"
+	rlog "ground truth: -0 output"
 	python3 "$TRUTH" check "$out/before.json" "$out/after.json" "$out/out0" --mount "$mnt" |
 		tee "$out/check0.txt"
 	grep -q '^check: .* missing 0,' "$out/check0.txt" || fail "-0 output misses changes"
-	log "ground truth: --json output and the image's write ranges"
+	rlog "ground truth: --json output and the image's write ranges"
 	python3 "$TRUTH" check "$out/before.json" "$out/after.json" "$out/out.json" --mount "$mnt" \
 		--json --writes "$out/writes" | tee "$out/check-json.txt"
 	[ "${PIPESTATUS[0]}" = 0 ] || fail "--json output misses changes or ranges"
@@ -55,6 +58,18 @@ resolve_truth_test() {
 	assert_eq "$(tr -cd '\0' <"$out/out0" | wc -c)" "$(wc -l <"$out/out.txt")" "paths, -0 vs lines"
 	assert_eq "$(wc -l <"$out/out.json")" "$(wc -l <"$out/out.txt")" "paths, json vs lines"
 	grep -q '^\\.*/e/new\\nline$' "$out/out.txt" || fail "escaped newline name missing"
+
+	# A freeze writes everything home (ext4 checkpoints its journal, XFS
+	# pushes its log): the same changes are then found there instead.
+	rlog "after fsfreeze: found at home, not in the journal or log"
+	fsfreeze -f "$mnt"
+	fsfreeze -u "$mnt"
+	CHJ_RESOLVE_DEBUG=1 "$RESOLVE" --since "$e" --json --stats "$name" >"$out/out-frozen.json" 2>"$out/stats-frozen.txt" ||
+		{ cat "$out/stats-frozen.txt"; fail "chj-resolve after the freeze exited $?"; }
+	grep -E '^(attributed|journal|listed):' "$out/stats-frozen.txt"
+	python3 "$TRUTH" check "$out/before.json" "$out/after.json" "$out/out-frozen.json" --mount "$mnt" \
+		--json --writes "$out/writes" | tee "$out/check-frozen.txt"
+	[ "${PIPESTATUS[0]}" = 0 ] || fail "after the freeze: output misses changes or ranges"
 }
 
 # resolve_exit_tests NAME MNT DEV: the "full scan needed" and error exits.

@@ -103,7 +103,7 @@ static void count_results(struct resolver *r)
 	for (size_t i = 0; i < r->res.cap; i++) {
 		const struct item *it = r->res.tab[i];
 
-		if (!it)
+		if (!it || !it->reasons)
 			continue;
 		if (!it->npaths) {
 			/* Inode slots listed only for their block are mostly

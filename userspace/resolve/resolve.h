@@ -135,6 +135,8 @@ struct item *res_find(const struct results *rs, uint64_t root, uint64_t ino);
 /* Find or create; a new item has type FT_UNKNOWN and size UINT64_MAX. */
 struct item *res_get(struct results *rs, uint64_t root, uint64_t ino);
 void item_add_path(struct item *it, const char *rel);
+/* Take an item out of the answer (no paths, no reasons). */
+void item_drop(struct item *it);
 /* Iterate: for (i = 0; i < rs->cap; i++) if (rs->tab[i]) ... */
 
 /* ---- statistics and progress (stats.c) ---- */
@@ -164,6 +166,8 @@ struct stats {
 	uint64_t by_reason[RSN_NR];
 	uint64_t itable_neighbours;	/* inodes listed only for sharing an
 					   inode block with a changed one */
+	uint64_t writeback_dropped;	/* XFS: rewritten at home for changes
+					   made before the epoch */
 	uint64_t leaf_neighbours;	/* btrfs: inodes listed only for sharing
 					   a changed leaf */
 	uint64_t dirs_walked, entries_walked, files_mapped;

@@ -148,3 +148,12 @@ void item_add_path(struct item *it, const char *rel)
 	it->pcap = (uint32_t)cap;
 	it->paths[it->npaths++] = xstrdup(rel);
 }
+
+void item_drop(struct item *it)
+{
+	for (uint32_t p = 0; p < it->npaths; p++)
+		free(it->paths[p]);
+	it->npaths = 0;
+	it->reasons = 0;
+	rs_clear(&it->ranges);
+}

@@ -60,6 +60,9 @@ void stats_print(const struct resolver *r, FILE *f)
 	fputs(first ? " none\n" : "\n", f);
 	fprintf(f, "false-positive sources: %llu inodes listed only for sharing a changed inode block",
 		(unsigned long long)s->itable_neighbours);
+	if (s->writeback_dropped)
+		fprintf(f, "; %llu inodes written back for changes older than the epoch were left out (not in the log since)",
+			(unsigned long long)s->writeback_dropped);
 	if (s->leaf_neighbours)
 		fprintf(f, ", %llu only for sharing a changed tree leaf",
 			(unsigned long long)s->leaf_neighbours);

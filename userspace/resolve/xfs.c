@@ -153,6 +153,8 @@ struct xctx {
 	struct rangeset logbufs;	/* buffer ranges named by the log */
 	uint64_t *seen;			/* non-rmap walk: inodes mapped */
 	size_t nseen, seencap;
+	int log_complete;		/* every change since the epoch is in
+					   what the log reported */
 };
 
 static void log_inode(void *ctx, uint64_t ino, unsigned reasons)
@@ -381,6 +383,24 @@ static int walk_visit(struct resolver *r, const struct walk_entry *e, void *ctx)
 	return 0;
 }
 
+/*
+ * With the whole log since the epoch read, metadata written home since the
+ * epoch but named by no transaction since then is the writeback of an
+ * older change: XFS logs every change of an inode, a directory block or a
+ * block map before writing it home.  File data and remote attribute
+ * values are not logged: those always count.
+ */
+static int drop_writeback(const struct item *it)
+{
+	unsigned rs = it->reasons;
+
+	if (rs & RSN_JOURNAL)
+		return 0;
+	if ((rs & RSN_XATTR) || ((rs & RSN_DATA) && it->type != FT_DIR))
+		return 0;
+	return 1;
+}
+
 static int resolve(struct xctx *x)
 {
 	struct resolver *r = x->r;
@@ -412,12 +432,15 @@ static int resolve(struct xctx *x)
 	}
 	rs_normalize(&x->chg);
 
+	/* No log block written since the epoch: no metadata changed. */
+	x->log_complete = 1;
 	if (rs_overlaps(&x->chg, g->log_start, g->log_bytes)) {
-		struct xlog_out lo = { x, log_inode, log_range, 0, 0, 0, 0 };
+		struct xlog_out lo = { x, log_inode, log_range, 0, 0, 0, 0, 0 };
 
 		rc = xlog_scan(r, g, &x->chg, &lo);
 		if (rc)
 			return rc;
+		x->log_complete = lo.complete;
 		rs_normalize(&x->logbufs);
 		r->st.journal_trans = lo.transactions;
 		r->st.journal_blocks = rs_total(&x->logbufs) / g->bs;
@@ -463,6 +486,12 @@ static int resolve(struct xctx *x)
 
 		if (!it)
 			continue;
+		if (x->log_complete && drop_writeback(it)) {
+			if (it->npaths)
+				r->st.writeback_dropped++;
+			item_drop(it);
+			continue;
+		}
 		if (it->type == FT_DIR && (it->reasons & RSN_DATA)) {
 			it->reasons = (it->reasons & ~RSN_DATA) | RSN_DIRECTORY;
 			r->st.attr[AT_DATA] -= it->dbytes;

@@ -31,6 +31,12 @@ struct xlog_out {
 	void (*inode)(void *ctx, uint64_t ino, unsigned reasons);
 	void (*range)(void *ctx, uint64_t start, uint64_t len);	/* device bytes */
 	uint64_t transactions, records, head_lsn, tail_lsn;
+	/*
+	 * Every transaction written since the epoch was read whole: the log
+	 * has not wrapped over any of them.  Then every metadata change since
+	 * the epoch is among what was reported (XFS logs all of them).
+	 */
+	int complete;
 };
 
 /* Transactions in changed log blocks: their inodes and buffer ranges. */

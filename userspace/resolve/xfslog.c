@@ -16,12 +16,18 @@
  * items, quota) change no file by themselves; an unknown type stops
  * everything: "full scan needed".
  *
- * Which transactions: the active log runs from the tail named by the head
- * record (the newest record, found among the changed log blocks) to the
- * head.  A transaction counts when any of its records lies in a changed
- * region.  A transaction older than the tail has had all its items written
- * home, after its records, so after the epoch if its records are: the
- * home locations are in the change map themselves.
+ * Which transactions: the log is written sequentially, so the blocks
+ * written since the epoch form one circular run of changed log blocks (its
+ * start follows the largest unchanged gap).  A transaction counts when its
+ * first record (the one with its start op) lies in that run.  The content
+ * of a log transaction (a CIL checkpoint) is fixed before its first record
+ * is written, so one that began before the epoch holds only changes made
+ * before it, which a backup taken after the checkpoint already saw.  Its
+ * items may still be written home after the epoch: with the whole run
+ * read ("complete"), the caller can tell such writebacks from changes.
+ * When every log block changed, the log may have wrapped since the epoch:
+ * then the whole active log (tail to head) counts, and nothing is left
+ * out.
  *
  * Records: a header basic block (512 bytes, big-endian) plus extension
  * headers for large records, then the data, whose first word in every
@@ -134,7 +140,7 @@ struct xlog {
 	struct xtrans *trans;
 	unsigned char *rec;	/* one record: headers + data, unpacked */
 	unsigned char *crcbuf;
-	int err;
+	int incomplete;		/* a record of the changed arc was unreadable */
 };
 
 static struct xtrans *find_trans(struct xlog *l, uint32_t tid)
@@ -320,6 +326,10 @@ static void region_append(struct xtrans *t, const unsigned char *d, size_t len)
 
 static void emit(struct xlog *l, struct xtrans *t)
 {
+	if (getenv("CHJ_RESOLVE_DEBUG"))
+		fprintf(stderr, "xfslog: tid %08x touched %d: %zu inodes (first %llu), %zu buffer ranges\n",
+			t->tid, t->touched, t->ninos,
+			t->ninos ? (unsigned long long)t->inos[0].ino : 0ull, t->bufs.n);
 	if (!t->touched)
 		return;
 	l->out->transactions++;
@@ -352,7 +362,8 @@ static int record_ops(struct xlog *l, const unsigned char *dp, uint32_t len, uin
 			return rx_fail(l->r, RX_FULL_SCAN, "XFS log: op overruns its record");
 		t = find_trans(l, tid);
 		if (!t) {
-			/* Ops of a transaction begun before the tail: skip. */
+			/* Ops of a transaction begun before the parse
+			 * start: it began before the epoch, skip them. */
 			if (flags & XLOG_START_TRANS) {
 				t = xcalloc(1, sizeof(*t));
 				t->tid = tid;
@@ -364,7 +375,6 @@ static int record_ops(struct xlog *l, const unsigned char *dp, uint32_t len, uin
 			dp += olen;
 			continue;
 		}
-		t->touched |= touched;
 		flags &= ~XLOG_END_TRANS;
 		if (flags & XLOG_WAS_CONT_TRANS)
 			flags &= ~XLOG_CONTINUE_TRANS;
@@ -413,7 +423,7 @@ static int read_bbs(struct xlog *l, uint64_t b, uint64_t n, unsigned char *buf)
 }
 
 struct rechdr {
-	uint32_t cycle, version, len, crc, nops, fmt, size;
+	uint32_t cycle, version, len, crc, nops, fmt, size, prev;
 	uint64_t lsn, tail_lsn;
 	unsigned hblks;
 };
@@ -429,6 +439,7 @@ static int parse_hdr(struct xlog *l, const unsigned char *h, uint64_t b, struct 
 	rh->lsn = be64(h + 16);
 	rh->tail_lsn = be64(h + 24);
 	rh->crc = le32(h + 32);
+	rh->prev = be32(h + 36);
 	rh->nops = be32(h + 40);
 	rh->fmt = be32(h + 300);
 	rh->size = be32(h + 320);
@@ -517,17 +528,64 @@ static int cmp_cand(const void *a, const void *b)
 	return (x->lsn < y->lsn) - (x->lsn > y->lsn);	/* newest first */
 }
 
+/*
+ * Where the blocks written since the epoch begin: the changed log blocks
+ * form one circular run (the log is written sequentially), which starts
+ * after the largest unchanged gap.  -1 if no log block is unchanged (the
+ * log may have wrapped since the epoch).
+ */
+static int64_t arc_start(struct xlog *l)
+{
+	const struct rangeset *c = l->changed;
+	uint64_t ls = l->g->log_start, le = ls + l->g->log_bytes;
+	uint64_t prev_end = 0, first = 0, best_gap = 0, best = 0, total = 0;
+	int any = 0;
+
+	for (size_t i = rs_find(c, ls); i < c->n && c->v[i].start < le; i++) {
+		uint64_t a = c->v[i].start > ls ? c->v[i].start : ls;
+		uint64_t e = c->v[i].start + c->v[i].len < le ? c->v[i].start + c->v[i].len : le;
+
+		a = (a - ls) / BB;
+		e = (e - ls + BB - 1) / BB;
+		total += e - a;
+		if (!any) {
+			first = a;
+			any = 1;
+		} else if (a - prev_end > best_gap) {
+			best_gap = a - prev_end;
+			best = a;
+		}
+		prev_end = e;
+	}
+	if (!any || total >= l->bbs)
+		return -1;
+	/* The gap that wraps from the last run around to the first. */
+	if (l->bbs - prev_end + first >= best_gap) {
+		best_gap = l->bbs - prev_end + first;
+		best = first;
+	}
+	return best_gap ? (int64_t)best : -1;
+}
+
 int xlog_scan(struct resolver *r, const struct xfs_geo *g, const struct rangeset *changed,
 	      struct xlog_out *out)
 {
-	struct xlog l = { r, g, changed, out, g->log_bytes / BB, NULL, NULL, NULL, 0 };
+	struct xlog l;
 	struct cand *cv = NULL;
 	size_t nc = 0, ccap = 0;
 	unsigned char *chunk = NULL;
 	struct rechdr head, rh;
-	uint64_t b, headb = 0, steps;
-	int rc = RX_OK, found = 0;
+	uint64_t b, headb = 0, steps, startb, start_lsn, p0b = 0, p0_lsn = 0;
+	int64_t arc;
+	int rc = RX_OK, found = 0, have_p0 = 0;
 
+	memset(&l, 0, sizeof(l));
+	l.r = r;
+	l.g = g;
+	l.changed = changed;
+	l.out = out;
+	l.bbs = g->log_bytes / BB;
+	out->complete = 0;
 	l.rec = xmalloc((size_t)8 * BB + XLOG_MAX_RECORD + BB);
 	l.crcbuf = xmalloc(XLOG_REC_SIZE + 8 * XLOG_EXT_HDR_SIZE + XLOG_MAX_RECORD);
 	chunk = xmalloc(1u << 20);
@@ -581,27 +639,58 @@ int xlog_scan(struct resolver *r, const struct xfs_geo *g, const struct rangeset
 	}
 	out->head_lsn = head.lsn;
 	out->tail_lsn = head.tail_lsn;
-	b = head.tail_lsn & 0xffffffffu;
-	if (b >= l.bbs || head.tail_lsn > head.lsn) {
+	startb = head.tail_lsn & 0xffffffffu;
+	start_lsn = head.tail_lsn;
+	if (startb >= l.bbs || head.tail_lsn > head.lsn) {
 		rc = rx_fail(r, RX_FULL_SCAN, "XFS log: tail %llx out of range",
 			     (unsigned long long)head.tail_lsn);
 		goto out;
 	}
-	/* From the tail to the head, record by record. */
+
+	/*
+	 * The first record of the changed run: parsing starts there.  A
+	 * record header nearer the run's start that cannot be read hides
+	 * what it carried: then nothing is left out later.
+	 */
+	arc = arc_start(&l);
+	if (arc >= 0) {
+		uint64_t best = UINT64_MAX;
+
+		for (size_t i = 0; i < nc; i++) {
+			uint64_t d = (cv[i].b + l.bbs - (uint64_t)arc) % l.bbs;
+
+			if (cv[i].lsn <= head.lsn && d < best && !read_record(&l, cv[i].b, &rh)) {
+				best = d;
+				p0b = cv[i].b;
+				p0_lsn = rh.lsn;
+				have_p0 = 1;
+			}
+		}
+		for (size_t i = 0; i < nc; i++)
+			if ((cv[i].b + l.bbs - (uint64_t)arc) % l.bbs < best)
+				l.incomplete = 1;
+	}
+	if (have_p0) {
+		startb = p0b;
+		start_lsn = p0_lsn;
+	}
+	/* From the start to the head, record by record. */
+	b = startb;
 	for (steps = 0; steps <= l.bbs; steps++) {
 		if (read_record(&l, b, &rh)) {
-			rc = rx_fail(r, RX_FULL_SCAN, "XFS log: unreadable record at block %llu between tail and head",
+			rc = rx_fail(r, RX_FULL_SCAN, "XFS log: unreadable record at block %llu before the head",
 				     (unsigned long long)b);
 			goto out;
 		}
-		if (rh.lsn > head.lsn || rh.lsn < head.tail_lsn) {
+		if (rh.lsn > head.lsn || rh.lsn < start_lsn) {
 			rc = rx_fail(r, RX_FULL_SCAN, "XFS log: record at block %llu out of sequence",
 				     (unsigned long long)b);
 			goto out;
 		}
 		out->records++;
+		/* From the run's first record on, every record is in it. */
 		rc = record_ops(&l, l.rec + (size_t)rh.hblks * BB, rh.len, rh.nops,
-				record_touched(&l, b, &rh));
+				have_p0 || record_touched(&l, b, &rh));
 		if (rc)
 			goto out;
 		if (b == headb)
@@ -619,6 +708,13 @@ int xlog_scan(struct resolver *r, const struct xfs_geo *g, const struct rangeset
 			goto out;
 		emit(&l, t);
 	}
+	out->complete = have_p0 && !l.incomplete;
+	if (getenv("CHJ_RESOLVE_DEBUG"))
+		fprintf(stderr, "xfslog: log %llu BBs, arc start %lld, p0 %llu (lsn %llx), parse start %llu, tail %llx, head %llu (lsn %llx), %llu records, complete %d\n",
+			(unsigned long long)l.bbs, (long long)arc, (unsigned long long)p0b,
+			(unsigned long long)p0_lsn, (unsigned long long)startb,
+			(unsigned long long)head.tail_lsn, (unsigned long long)headb,
+			(unsigned long long)head.lsn, (unsigned long long)out->records, out->complete);
 out:
 	while (l.trans)
 		free_trans(&l, l.trans);
