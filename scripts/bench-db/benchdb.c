@@ -703,7 +703,7 @@ static int cmd_ratio(const char *sel, const char *base, const char *cand, int al
 
 	load_groups(run, &G);
 	if (tsv)
-		printf("job\tmetric\tbase_mean\tbase_sd\tcand_mean\tcand_sd\tratio\tratio_sd\tratio_min\tratio_max\tn\tp\n");
+		printf("job\tmetric\tbase_mean\tbase_sd\tcand_mean\tcand_sd\tratio\tpaired_mean\tpaired_sd\tpaired_min\tpaired_max\tn\tp\n");
 	else
 		printf("%s: %s / %s\n%-22s %-18s %22s %22s %7s %15s %13s %8s\n", run_desc(run), cand, base,
 		       "JOB", "METRIC", base, cand, "RATIO", "PAIRED ± sd", "MIN..MAX", "p");
@@ -722,8 +722,8 @@ static int cmd_ratio(const char *sel, const char *base, const char *cand, int al
 		ratio_of(b, c, &q);
 		shown++;
 		if (tsv) {
-			printf("%s\t%s\t%g\t%g\t%g\t%g\t%g\t%g\t%g\t%g\t%zu\t%g\n", c->job, c->metric,
-			       b->s.mean, b->s.sd, c->s.mean, c->s.sd, q.r, q.pr.sd,
+			printf("%s\t%s\t%g\t%g\t%g\t%g\t%g\t%g\t%g\t%g\t%g\t%zu\t%g\n", c->job, c->metric,
+			       b->s.mean, b->s.sd, c->s.mean, c->s.sd, q.r, q.pr.n ? q.pr.mean : NAN, q.pr.sd,
 			       q.pr.n ? q.min : NAN, q.pr.n ? q.max : NAN, q.pr.n, q.w.p);
 			continue;
 		}
