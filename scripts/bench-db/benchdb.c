@@ -622,6 +622,18 @@ static int cmd_compare(const char *sa, const char *sb, double thr, double alpha,
 		for (; i < ntested; i++)
 			tested[i]->held = 1;
 	}
+	{
+		sqlite3_stmt *st = prep("SELECT a.params IS NOT b.params OR a.kind <> b.kind OR "
+					"a.backing IS NOT b.backing, a.params, b.params FROM runs a, runs b "
+					"WHERE a.id = ? AND b.id = ?");
+
+		sqlite3_bind_int64(st, 1, ra);
+		sqlite3_bind_int64(st, 2, rb);
+		if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int(st, 0))
+			printf("WARNING: the runs differ in kind, backing or parameters:\n  A: %s\n  B: %s\n",
+			       sqlite3_column_text(st, 1), sqlite3_column_text(st, 2));
+		sqlite3_finalize(st);
+	}
 	printf("A: %s\nB: %s\nthreshold %.1f%%, alpha %g%s; ratio = B/A; verdicts: REGRESSION, improved, "
 	       "same (not significant or within threshold), n<2 (no test), info (no direction)\n\n",
 	       da, dbs, thr * 100, alpha, holm ? " (Holm-Bonferroni over gating metrics)" : "");
