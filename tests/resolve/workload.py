@@ -10,6 +10,7 @@ Environment: WL_SMALL (default 2000) small files, WL_IMAGE_MB (default 256)
 size of the sparse "VM image".
 """
 import ctypes
+import fcntl
 import mmap
 import os
 import random
@@ -31,6 +32,31 @@ NEWLINE = "e/new\nline"
 BACKSLASH = "e/back\\slash"
 
 
+FICLONE = 0x40049409
+FICLONERANGE = 0x4020940d
+
+
+def clone_range(src, dst, src_off, length, dst_off):
+    """FICLONERANGE; False where the filesystem cannot share blocks."""
+    arg = (ctypes.c_int64 * 4)()
+    with open(src, "rb") as s, open(dst, "r+b") as d:
+        arg[0], arg[1], arg[2], arg[3] = s.fileno(), src_off, length, dst_off
+        try:
+            fcntl.ioctl(d.fileno(), FICLONERANGE, arg)
+        except OSError:
+            return False
+    return True
+
+
+def reflink_copy(src, dst):
+    """cp --reflink=auto."""
+    with open(src, "rb") as s, open(dst, "wb") as d:
+        try:
+            fcntl.ioctl(d.fileno(), FICLONE, s.fileno())
+        except OSError:
+            d.write(s.read())
+
+
 def fallocate(path, mode, off, length):
     fd = os.open(path, os.O_RDWR)
     try:
@@ -48,7 +74,7 @@ def write(path, data, mode="wb"):
 
 def populate(m):
     rnd = random.Random(1)
-    for d in ["d", "e", "small", "deep/a/b/c", "olddir", "keep"]:
+    for d in ["d", "e", "small", "deep/a/b/c", "olddir", "keep", "dirmv/sub"]:
         os.makedirs(os.path.join(m, d), exist_ok=True)
     for n in NAMES:
         write(f"{m}/d/{n}", rnd.randbytes(16384 + rnd.randrange(8192)))
@@ -60,6 +86,14 @@ def populate(m):
         write(f"{m}/small/f{i}", f"small file {i}\n".encode())
     for i in range(50):
         write(f"{m}/keep/k{i}", rnd.randbytes(5000))
+    for i in range(5):
+        write(f"{m}/dirmv/f{i}", rnd.randbytes(3000))
+    write(f"{m}/dirmv/sub/g", rnd.randbytes(100))
+    # Reflinks (where the filesystem shares blocks): a copy sharing
+    # everything, and a file into which modify clones new data.
+    write(f"{m}/d/rl-src", rnd.randbytes(65536))
+    reflink_copy(f"{m}/d/rl-src", f"{m}/d/rl-copy")
+    write(f"{m}/d/clone-dst", rnd.randbytes(65536))
     write(f"{m}/d/empty", b"")
     write(f"{m}/d/tiny", b"x")
     write(f"{m}/{NEWLINE}", b"name with newline")
@@ -128,6 +162,18 @@ def modify(m, writes_path):
     for i in range(0, SMALL, 100):
         write(f"{m}/small/f{i}", b"changed\n", "ab")
     os.rename(f"{m}/deep/a/b/c/leaf", f"{m}/deep/leaf-moved")
+    # A directory renamed with its contents.
+    os.rename(f"{m}/dirmv", f"{m}/e/dirmv-renamed")
+    # Copy-on-write of shared blocks: rl-src changes, rl-copy does not.
+    fd = os.open(f"{d}/rl-src", os.O_WRONLY)
+    os.pwrite(fd, rnd.randbytes(4096), 8192)
+    os.close(fd)
+    # New data cloned into an existing file (both own the new blocks),
+    # and a reflinked copy of new data.
+    write(f"{d}/rl-new", rnd.randbytes(65536))
+    os.sync()
+    clone_range(f"{d}/rl-new", f"{d}/clone-dst", 0, 16384, 16384)
+    reflink_copy(f"{d}/rl-new", f"{m}/e/rl-new-copy")
     # Names that need escaping in the line output.
     write(f"{m}/{NEWLINE}", b"more\n", "ab")
     write(f"{m}/{BACKSLASH}", b"more\n", "ab")

@@ -25,16 +25,27 @@ rexpect() {
 
 # resolve_truth_test NAME MNT: NAME is a chj device holding a fresh
 # filesystem mounted on MNT.  Populate, checkpoint, modify, resolve, compare.
+# The test may define extra_populate MNT, extra_settle MNT (the last change
+# before the checkpoint) and extra_modify MNT.
 resolve_truth_test() {
 	local name=$1 mnt=$2 e out=$CHJ_OUT t0 t1
 	rlog "populate"
 	wl_populate "$mnt"
+	# Filesystem-specific additions (defined by the test, optional).
+	if declare -F extra_populate >/dev/null; then extra_populate "$mnt"; fi
 	sync
 	python3 "$TRUTH" snap "$mnt" "$out/before.json"
+	# A last small change before the checkpoint, so that the populate is
+	# not what the transaction spanning the checkpoint holds (btrfs lists
+	# the inodes of that transaction that share a changed leaf).
+	echo settle >"$mnt/.settle"
+	if declare -F extra_settle >/dev/null; then extra_settle "$mnt"; fi
 	sync
+	python3 "$TRUTH" snap "$mnt" "$out/before.json"
 	e=$("$CHJ" checkpoint "$name")
 	rlog "checkpoint: epoch $e; modify"
 	wl_modify "$mnt" "$out/writes"
+	if declare -F extra_modify >/dev/null; then extra_modify "$mnt"; fi
 	sync
 	rlog "resolve since $e"
 	t0=$(date +%s.%N)

@@ -1,7 +1,1008 @@
 // SPDX-License-Identifier: GPL-2.0 OR MIT
+/*
+ * btrfs (one device; single or DUP profiles).
+ *
+ *  1. Device offsets to logical addresses through the chunk tree
+ *     (BTRFS_IOC_TREE_SEARCH on tree 3).  Superblock copies are metadata;
+ *     unallocated space is free.
+ *  2. The extent tree over the changed logical ranges names the data
+ *     extents and tree blocks there.  Each data extent's owners come from
+ *     BTRFS_IOC_LOGICAL_INO_V2 (every reference: reflinks and snapshots
+ *     included).
+ *  3. Tree blocks: btrfs never writes one in place, so every leaf changed
+ *     since the epoch is a current tree block written whole since then,
+ *     and its generation is at least the smallest generation G of the tree
+ *     blocks that lie entirely in changed regions.  Searching each
+ *     subvolume tree with min_transid = G returns every item of every leaf
+ *     written since the epoch (and maybe more): every inode with an item
+ *     there is listed (inode, xattr, directory entries, extent items).
+ *     That is leaf granularity; an inode there is dropped again when its
+ *     inode item's transid is below L, the largest generation of a tree
+ *     block that is not entirely in changed regions (so written before the
+ *     epoch) and committed before the map was read: L is at most the
+ *     transaction running at the checkpoint, and every change of an inode
+ *     (data, size, mode, owner, times, links, xattrs, directory entries,
+ *     extent items) rewrites its inode item with the current transid.
+ *  4. Paths: each inode's references (INODE_REF / INODE_EXTREF items) give
+ *     its parent directories and names, BTRFS_IOC_INO_LOOKUP the
+ *     directories' paths, and the root tree's ROOT_BACKREF items where each
+ *     subvolume sits: every link, in every subvolume visible under the
+ *     mount.
+ *
+ * syncfs() commits the transaction: everything is written home then, and
+ * the log tree (fsync) is not needed.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/btrfs.h>
+#include <linux/btrfs_tree.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include "resolve.h"
+
+#define MAX_DATA_EXTENT		(128ull << 20)	/* BTRFS_MAX_EXTENT_SIZE */
+#define SEARCH_BUF		(64u * 1024)
+#define LINO_MAX		(16u << 20)
+#define ITEM_HDR		sizeof(struct btrfs_ioctl_search_header)
+
+static uint16_t le16(const unsigned char *p)
+{
+	return (uint16_t)(p[0] | p[1] << 8);
+}
+
+static uint32_t le32(const unsigned char *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static uint64_t le64(const unsigned char *p)
+{
+	return (uint64_t)le32(p) | (uint64_t)le32(p + 4) << 32;
+}
+
+struct stripe_map {
+	uint64_t phys, logical, len, type;
+};
+
+struct dirpath {
+	uint64_t root, ino;
+	char *path;		/* relative to the top of the filesystem */
+};
+
+struct bctx {
+	struct resolver *r;
+	uint64_t devid, nodesize;
+	struct stripe_map *sm;
+	size_t nsm, smcap;
+	struct rangeset lchg;		/* changed logical bytes */
+	struct rangeset lchg_data;	/* of those, in data block groups */
+	uint64_t *dext;			/* changed data extents (bytenr) */
+	size_t ndext, dcap;
+	uint64_t gen_min;		/* smallest generation of a whole
+					   changed tree block; 0 = none */
+	uint64_t gen_before;		/* L: largest generation of a tree
+					   block written before the epoch */
+	uint64_t filtered;		/* leaf neighbours dropped by L */
+	uint64_t mount_subvol;
+	char *prefix;			/* mount root, relative to the top */
+	struct dirpath *dp;
+	size_t ndp, dpcap;
+};
+
+/* ---- TREE_SEARCH_V2 ---- */
+
+typedef int (*item_fn)(struct bctx *b, const struct btrfs_ioctl_search_header *h,
+		       const unsigned char *data, void *ctx);
+
+struct skey {
+	uint64_t objectid, offset;
+	uint32_t type;
+};
+
+static int search(struct bctx *b, uint64_t tree, struct skey min, struct skey max,
+		  uint64_t min_transid, item_fn fn, void *ctx)
+{
+	struct resolver *r = b->r;
+	/* Callbacks may search too: each search has its own buffer. */
+	struct btrfs_ioctl_search_args_v2 *a = xmalloc(SEARCH_BUF);
+	int rc = RX_OK;
+
+	for (;;) {
+		size_t off = 0;
+		struct btrfs_ioctl_search_header last = { 0 };
+		uint32_t n;
+
+		memset(a, 0, sizeof(*a));
+		a->key.tree_id = tree;
+		a->key.min_objectid = min.objectid;
+		a->key.min_type = min.type;
+		a->key.min_offset = min.offset;
+		a->key.max_objectid = max.objectid;
+		a->key.max_type = max.type;
+		a->key.max_offset = max.offset;
+		a->key.min_transid = min_transid;
+		a->key.max_transid = UINT64_MAX;
+		a->key.nr_items = 4096;
+		a->buf_size = SEARCH_BUF - sizeof(*a);
+		if (ioctl(r->mnt_fd, BTRFS_IOC_TREE_SEARCH_V2, a)) {
+			rc = rx_fail(r, RX_ERROR, "btrfs tree search (tree %llu): %s",
+				     (unsigned long long)tree, strerror(errno));
+			break;
+		}
+		n = a->key.nr_items;
+		if (!n)
+			break;
+		for (uint32_t i = 0; i < n && !rc; i++) {
+			struct btrfs_ioctl_search_header h;
+
+			if (off + ITEM_HDR > a->buf_size) {
+				rc = rx_fail(r, RX_ERROR, "btrfs tree search: item header overruns");
+				break;
+			}
+			memcpy(&h, a->buf + off, ITEM_HDR);
+			off += ITEM_HDR;
+			if (h.len > a->buf_size - off) {
+				rc = rx_fail(r, RX_ERROR, "btrfs tree search: item overruns");
+				break;
+			}
+			rc = fn(b, &h, a->buf + off, ctx);
+			off += h.len;
+			last = h;
+		}
+		if (rc)
+			break;
+		/* Continue after the last key, in (objectid, type, offset) order. */
+		min.objectid = last.objectid;
+		min.type = last.type;
+		min.offset = last.offset;
+		if (min.offset < UINT64_MAX) {
+			min.offset++;
+		} else if (min.type < 255) {
+			min.type++;
+			min.offset = 0;
+		} else if (min.objectid < UINT64_MAX) {
+			min.objectid++;
+			min.type = 0;
+			min.offset = 0;
+		} else {
+			break;
+		}
+		if (min.objectid > max.objectid ||
+		    (min.objectid == max.objectid && (min.type > max.type ||
+		     (min.type == max.type && min.offset > max.offset))))
+			break;
+	}
+	free(a);
+	return rc;
+}
+
+/* ---- device and mount ---- */
+
+static int check_device(struct bctx *b)
+{
+	struct resolver *r = b->r;
+	struct btrfs_ioctl_fs_info_args fi;
+	struct btrfs_ioctl_dev_info_args *di = xcalloc(1, sizeof(*di));
+	int rc = RX_OK;
+
+	memset(&fi, 0, sizeof(fi));
+	if (ioctl(r->mnt_fd, BTRFS_IOC_FS_INFO, &fi)) {
+		free(di);
+		return rx_fail(r, RX_ERROR, "%s: BTRFS_IOC_FS_INFO: %s", r->mnt, strerror(errno));
+	}
+	if (fi.num_devices != 1) {
+		free(di);
+		return rx_fail(r, RX_FULL_SCAN, "the btrfs filesystem on %s spans %llu devices",
+			       r->mnt, (unsigned long long)fi.num_devices);
+	}
+	b->nodesize = fi.nodesize;
+	if (b->nodesize < 4096 || b->nodesize > 65536)
+		rc = rx_fail(r, RX_ERROR, "btrfs node size %llu", (unsigned long long)b->nodesize);
+	for (uint64_t id = 1; !rc && id <= fi.max_id && !b->devid; id++) {
+		struct stat st;
+
+		memset(di, 0, sizeof(*di));
+		di->devid = id;
+		if (ioctl(r->mnt_fd, BTRFS_IOC_DEV_INFO, di))
+			continue;
+		di->path[sizeof(di->path) - 1] = 0;
+		if (!stat((char *)di->path, &st) && S_ISBLK(st.st_mode) && st.st_rdev == r->devno)
+			b->devid = id;
+		else
+			rc = rx_fail(r, RX_FULL_SCAN, "the btrfs filesystem mounted on %s is on %s, not %s",
+				     r->mnt, (char *)di->path, r->dev_path);
+	}
+	if (!rc && !b->devid)
+		rc = rx_fail(r, RX_FULL_SCAN, "the btrfs filesystem mounted on %s is not on %s",
+			     r->mnt, r->dev_path);
+	free(di);
+	return rc;
+}
+
+/* The path of directory objectid in tree (relative to that tree's root,
+ * with a trailing '/' unless empty). */
+static int ino_lookup(struct bctx *b, uint64_t tree, uint64_t objectid, char **out)
+{
+	struct btrfs_ioctl_ino_lookup_args a;
+
+	memset(&a, 0, sizeof(a));
+	a.treeid = tree;
+	a.objectid = objectid;
+	if (ioctl(b->r->mnt_fd, BTRFS_IOC_INO_LOOKUP, &a))
+		return -1;
+	a.name[sizeof(a.name) - 1] = 0;
+	*out = xstrdup(a.name);
+	return 0;
+}
+
+struct backref {
+	uint64_t parent, dirid;
+	char name[256];
+	int found;
+};
+
+static int backref_item(struct bctx *b, const struct btrfs_ioctl_search_header *h,
+			const unsigned char *d, void *ctx)
+{
+	struct backref *br = ctx;
+	unsigned nl;
+
+	(void)b;
+	if (h->type != BTRFS_ROOT_BACKREF_KEY || h->len < 18 || br->found)
+		return 0;
+	nl = le16(d + 16);
+	if (nl > 255 || 18u + nl > h->len)
+		return 0;
+	br->parent = h->offset;
+	br->dirid = le64(d);
+	memcpy(br->name, d + 18, nl);
+	br->name[nl] = 0;
+	br->found = 1;
+	return 0;
+}
+
+/*
+ * Path of subvolume tree's root relative to the top of the filesystem
+ * (subvolume 5), with a trailing '/' unless empty; NULL if not reachable.
+ */
+static char *subvol_top(struct bctx *b, uint64_t tree, int depth)
+{
+	struct backref br = { 0 };
+	struct skey lo = { tree, 0, BTRFS_ROOT_BACKREF_KEY };
+	struct skey hi = { tree, UINT64_MAX, BTRFS_ROOT_BACKREF_KEY };
+	char *pp, *dir, *out;
+
+	if (tree == BTRFS_FS_TREE_OBJECTID)
+		return xstrdup("");
+	if (depth > 64 || search(b, BTRFS_ROOT_TREE_OBJECTID, lo, hi, 0, backref_item, &br) ||
+	    !br.found)
+		return NULL;
+	pp = subvol_top(b, br.parent, depth + 1);
+	if (!pp)
+		return NULL;
+	if (ino_lookup(b, br.parent, br.dirid, &dir)) {
+		free(pp);
+		return NULL;
+	}
+	out = xmalloc(strlen(pp) + strlen(dir) + strlen(br.name) + 2);
+	sprintf(out, "%s%s%s/", pp, dir, br.name);
+	free(pp);
+	free(dir);
+	return out;
+}
+
+static int find_mount(struct bctx *b)
+{
+	struct resolver *r = b->r;
+	struct btrfs_ioctl_ino_lookup_args a;
+	struct stat st;
+	char *top, *in = NULL;
+
+	memset(&a, 0, sizeof(a));
+	a.objectid = BTRFS_FIRST_FREE_OBJECTID;
+	if (ioctl(r->mnt_fd, BTRFS_IOC_INO_LOOKUP, &a))
+		return rx_fail(r, RX_ERROR, "%s: BTRFS_IOC_INO_LOOKUP: %s", r->mnt, strerror(errno));
+	b->mount_subvol = a.treeid;
+	if (fstat(r->mnt_fd, &st))
+		return rx_fail(r, RX_ERROR, "%s: %s", r->mnt, strerror(errno));
+	top = subvol_top(b, b->mount_subvol, 0);
+	if (!top)
+		top = xstrdup("?unreachable?/");
+	/* A bind mount of a directory inside the subvolume. */
+	if (st.st_ino != BTRFS_FIRST_FREE_OBJECTID && !ino_lookup(b, b->mount_subvol, st.st_ino, &in)) {
+		b->prefix = xmalloc(strlen(top) + strlen(in) + 1);
+		sprintf(b->prefix, "%s%s", top, in);
+		free(in);
+		free(top);
+	} else {
+		b->prefix = top;
+	}
+	return RX_OK;
+}
+
+/* ---- chunks: device offsets to logical addresses ---- */
+
+static int chunk_item(struct bctx *b, const struct btrfs_ioctl_search_header *h,
+		      const unsigned char *d, void *ctx)
+{
+	uint64_t len, type;
+	unsigned ns;
+
+	(void)ctx;
+	if (h->type != BTRFS_CHUNK_ITEM_KEY)
+		return 0;
+	if (h->len < 48)
+		return rx_fail(b->r, RX_ERROR, "btrfs: short chunk item");
+	len = le64(d);
+	type = le64(d + 24);
+	ns = le16(d + 44);
+	if ((uint64_t)48 + 32 * ns > h->len || !ns)
+		return rx_fail(b->r, RX_ERROR, "btrfs: chunk item with %u stripes in %u bytes", ns, h->len);
+	if (type & BTRFS_BLOCK_GROUP_PROFILE_MASK & ~BTRFS_BLOCK_GROUP_DUP)
+		return rx_fail(b->r, RX_FULL_SCAN,
+			       "btrfs block group profile 0x%llx (only single and DUP are supported)",
+			       (unsigned long long)(type & BTRFS_BLOCK_GROUP_PROFILE_MASK));
+	for (unsigned i = 0; i < ns; i++) {
+		const unsigned char *s = d + 48 + 32 * i;
+
+		if (le64(s) != b->devid)
+			return rx_fail(b->r, RX_FULL_SCAN, "btrfs chunk on another device");
+		xgrow((void **)&b->sm, &b->smcap, b->nsm + 1, sizeof(*b->sm));
+		b->sm[b->nsm].phys = le64(s + 8);
+		b->sm[b->nsm].logical = h->offset;
+		b->sm[b->nsm].len = len;
+		b->sm[b->nsm].type = type;
+		b->nsm++;
+	}
+	return 0;
+}
+
+static int map_changes(struct bctx *b)
+{
+	struct resolver *r = b->r;
+	struct skey lo = { BTRFS_FIRST_CHUNK_TREE_OBJECTID, 0, BTRFS_CHUNK_ITEM_KEY };
+	struct skey hi = { BTRFS_FIRST_CHUNK_TREE_OBJECTID, UINT64_MAX, BTRFS_CHUNK_ITEM_KEY };
+	static const uint64_t sbs[] = { 64ull << 10, 64ull << 20, 256ull << 30 };
+	struct rangeset mapped;
+	int rc;
+
+	rc = search(b, BTRFS_CHUNK_TREE_OBJECTID, lo, hi, 0, chunk_item, NULL);
+	if (rc)
+		return rc;
+	rs_init(&mapped);
+	for (size_t i = 0; i < b->nsm; i++) {
+		const struct stripe_map *m = &b->sm[i];
+
+		rs_add(&mapped, m->phys, m->len);
+		for (size_t k = rs_find(&r->changed, m->phys);
+		     k < r->changed.n && r->changed.v[k].start < m->phys + m->len; k++) {
+			uint64_t a = r->changed.v[k].start > m->phys ? r->changed.v[k].start : m->phys;
+			uint64_t e = r->changed.v[k].start + r->changed.v[k].len;
+
+			if (e > m->phys + m->len)
+				e = m->phys + m->len;
+			rs_add(&b->lchg, m->logical + (a - m->phys), e - a);
+			if (m->type & BTRFS_BLOCK_GROUP_DATA)
+				rs_add(&b->lchg_data, m->logical + (a - m->phys), e - a);
+			if (m->type & BTRFS_BLOCK_GROUP_SYSTEM)
+				r->st.attr[AT_META] += e - a;
+		}
+	}
+	rs_normalize(&b->lchg);
+	rs_normalize(&b->lchg_data);
+	rs_normalize(&mapped);
+	for (size_t i = 0; i < sizeof(sbs) / sizeof(sbs[0]); i++)
+		r->st.attr[AT_META] += rs_overlap_bytes(&r->changed, sbs[i], 4096);
+	/* Changed space in no chunk: unallocated. */
+	for (size_t k = 0; k < r->changed.n; k++)
+		r->st.attr[AT_FREE] += r->changed.v[k].len -
+			rs_overlap_bytes(&mapped, r->changed.v[k].start, r->changed.v[k].len);
+	rs_free(&mapped);
+	return RX_OK;
+}
+
+/* ---- the extent tree over the changed logical ranges ---- */
+
+static int extent_item(struct bctx *b, const struct btrfs_ioctl_search_header *h,
+		       const unsigned char *d, void *ctx)
+{
+	struct resolver *r = b->r;
+	uint64_t start = h->objectid, len, flags, gen;
+
+	(void)ctx;
+	if (h->type == BTRFS_EXTENT_ITEM_KEY)
+		len = h->offset;
+	else if (h->type == BTRFS_METADATA_ITEM_KEY)
+		len = b->nodesize;
+	else
+		return 0;
+	if (h->len < 24 || !len)
+		return 0;
+	gen = le64(d + 8);
+	flags = le64(d + 16);
+	if (!rs_overlaps(&b->lchg, start, len)) {
+		/* Near the changes, unchanged: written before the epoch. */
+		if ((flags & BTRFS_EXTENT_FLAG_TREE_BLOCK) && gen <= r->btrfs_gen &&
+		    gen > b->gen_before)
+			b->gen_before = gen;
+		return 0;
+	}
+	if (flags & BTRFS_EXTENT_FLAG_DATA) {
+		/* Searches move forward: a repeat is the last one seen. */
+		if (b->ndext && b->dext[b->ndext - 1] == start)
+			return 0;
+		xgrow((void **)&b->dext, &b->dcap, b->ndext + 1, sizeof(*b->dext));
+		b->dext[b->ndext++] = start;
+		r->st.attr[AT_DATA] += rs_overlap_bytes(&b->lchg, start, len);
+	} else if (flags & BTRFS_EXTENT_FLAG_TREE_BLOCK) {
+		r->st.attr[AT_TREE] += rs_overlap_bytes(&b->lchg, start, len);
+		if (rs_covers(&b->lchg, start, len)) {
+			/* Written whole since the epoch: its generation bounds G. */
+			if (gen && (!b->gen_min || gen < b->gen_min))
+				b->gen_min = gen;
+		} else if (gen <= r->btrfs_gen && gen > b->gen_before) {
+			/* Committed before the map was read, yet not all
+			 * changed: written before the epoch. */
+			b->gen_before = gen;
+		}
+	}
+	return 0;
+}
+
+static int scan_extents(struct bctx *b)
+{
+	uint64_t done = 0;
+
+	for (size_t i = 0; i < b->lchg.n; i++) {
+		uint64_t a = b->lchg.v[i].start, e = a + b->lchg.v[i].len;
+		uint64_t from = a > MAX_DATA_EXTENT ? a - MAX_DATA_EXTENT : 0;
+		struct skey lo, hi = { e - 1, UINT64_MAX, BTRFS_METADATA_ITEM_KEY };
+		int rc;
+
+		/* An extent starting before a range can reach into it. */
+		if (from < done)
+			from = done;
+		lo.objectid = from;
+		lo.type = BTRFS_EXTENT_ITEM_KEY;
+		lo.offset = 0;
+		rc = search(b, BTRFS_EXTENT_TREE_OBJECTID, lo, hi, 0, extent_item, NULL);
+		if (rc)
+			return rc;
+		done = e;
+	}
+	return RX_OK;
+}
+
+/*
+ * Raise L: tree blocks allocated recently have their extent items in
+ * extent-tree leaves written recently, which a search with min_transid = L
+ * returns alone.  Any of them committed before the map was read, not all
+ * changed, was written before the epoch.
+ */
+static int gen_item(struct bctx *b, const struct btrfs_ioctl_search_header *h,
+		    const unsigned char *d, void *ctx)
+{
+	uint64_t len, gen, flags;
+
+	(void)ctx;
+	if (h->type == BTRFS_METADATA_ITEM_KEY)
+		len = b->nodesize;
+	else if (h->type == BTRFS_EXTENT_ITEM_KEY)
+		len = h->offset;
+	else
+		return 0;
+	if (h->len < 24 || !len)
+		return 0;
+	gen = le64(d + 8);
+	flags = le64(d + 16);
+	if ((flags & BTRFS_EXTENT_FLAG_TREE_BLOCK) && gen <= b->r->btrfs_gen &&
+	    gen > b->gen_before && !rs_covers(&b->lchg, h->objectid, len))
+		b->gen_before = gen;
+	return 0;
+}
+
+static int raise_gen_before(struct bctx *b)
+{
+	struct skey lo = { 0, 0, BTRFS_EXTENT_ITEM_KEY };
+	struct skey hi = { UINT64_MAX, UINT64_MAX, BTRFS_METADATA_ITEM_KEY };
+
+	for (int pass = 0; pass < 8 && b->gen_min; pass++) {
+		uint64_t before = b->gen_before;
+		int rc = search(b, BTRFS_EXTENT_TREE_OBJECTID, lo, hi,
+				b->gen_before ? b->gen_before : 1, gen_item, NULL);
+
+		if (rc)
+			return rc;
+		if (b->gen_before == before)
+			break;
+	}
+	return RX_OK;
+}
+
+/* ---- owners of changed data extents ---- */
+
+static int data_owners(struct bctx *b)
+{
+	struct resolver *r = b->r;
+	uint64_t size = 64 * 1024;
+	struct btrfs_data_container *c = xmalloc(size);
+
+	for (size_t i = 0; i < b->ndext; i++) {
+		struct btrfs_ioctl_logical_ino_args a;
+
+		memset(&a, 0, sizeof(a));
+		a.logical = b->dext[i];
+		a.size = size;
+		a.flags = BTRFS_LOGICAL_INO_ARGS_IGNORE_OFFSET;
+		a.inodes = (uintptr_t)c;
+		if (ioctl(r->mnt_fd, BTRFS_IOC_LOGICAL_INO_V2, &a)) {
+			if (errno == ENOENT)
+				continue;	/* freed since the extent search */
+			free(c);
+			return rx_fail(r, RX_ERROR, "btrfs LOGICAL_INO at %llu: %s",
+				       (unsigned long long)b->dext[i], strerror(errno));
+		}
+		if (c->elem_missed) {
+			/* Too many references for the buffer: grow, retry. */
+			if (size >= LINO_MAX) {
+				free(c);
+				return rx_fail(r, RX_FULL_SCAN,
+					       "btrfs extent at %llu has too many references to list",
+					       (unsigned long long)b->dext[i]);
+			}
+			size = size * 4 + c->bytes_missing;
+			if (size > LINO_MAX)
+				size = LINO_MAX;
+			c = xrealloc(c, size);
+			i--;
+			continue;
+		}
+		if ((uint64_t)c->elem_cnt * 8 > size - sizeof(*c)) {
+			free(c);
+			return rx_fail(r, RX_ERROR, "btrfs LOGICAL_INO: result overruns its buffer");
+		}
+		for (uint32_t k = 0; k + 2 < c->elem_cnt; k += 3) {
+			uint64_t ino = c->val[k], root = c->val[k + 2];
+			struct item *it = res_get(&r->res, root, ino);
+
+			it->reasons |= RSN_DATA;
+		}
+	}
+	free(c);
+	return RX_OK;
+}
+
+/* ---- items of leaves written since the epoch ---- */
+
+struct leaf_ctx {
+	uint64_t root;
+	uint64_t items;
+};
+
+static int leaf_item(struct bctx *b, const struct btrfs_ioctl_search_header *h,
+		     const unsigned char *d, void *ctx)
+{
+	struct leaf_ctx *lc = ctx;
+	unsigned rsn;
+	struct item *it;
+
+	lc->items++;
+	if (h->objectid < BTRFS_FIRST_FREE_OBJECTID || h->objectid > BTRFS_LAST_FREE_OBJECTID)
+		return 0;
+	switch (h->type) {
+	case BTRFS_INODE_ITEM_KEY:
+	case BTRFS_INODE_REF_KEY:
+	case BTRFS_INODE_EXTREF_KEY:
+		rsn = RSN_INODE;
+		break;
+	case BTRFS_XATTR_ITEM_KEY:
+		rsn = RSN_XATTR;
+		break;
+	case BTRFS_DIR_ITEM_KEY:
+	case BTRFS_DIR_INDEX_KEY:
+		rsn = RSN_DIRECTORY;
+		break;
+	case BTRFS_EXTENT_DATA_KEY:
+		rsn = RSN_MAPPING;
+		break;
+	default:
+		return 0;
+	}
+	it = res_get(&b->r->res, lc->root, h->objectid);
+	it->reasons |= rsn | RSN_TREE;
+	/* The file range this extent item maps may have changed. */
+	if (h->type == BTRFS_EXTENT_DATA_KEY && h->len >= 21) {
+		uint64_t n = d[20] == BTRFS_FILE_EXTENT_INLINE || h->len < 53 ? le64(d + 8) : le64(d + 45);
+
+		rs_add(&it->ranges, h->offset, n ? n : 1);
+		it->flags |= IT_MAP_CHANGED;
+	}
+	if (h->type == BTRFS_INODE_ITEM_KEY)
+		it->flags |= IT_MAP_CHANGED;
+	return 0;
+}
+
+struct roots {
+	uint64_t *v;
+	size_t n, cap;
+};
+
+static int root_item(struct bctx *b, const struct btrfs_ioctl_search_header *h,
+		     const unsigned char *d, void *ctx)
+{
+	struct roots *rs = ctx;
+
+	(void)b;
+	(void)d;
+	if (h->type != BTRFS_ROOT_ITEM_KEY)
+		return 0;
+	if (h->objectid != BTRFS_FS_TREE_OBJECTID &&
+	    (h->objectid < BTRFS_FIRST_FREE_OBJECTID || h->objectid > BTRFS_LAST_FREE_OBJECTID))
+		return 0;
+	if (rs->n && rs->v[rs->n - 1] == h->objectid)
+		return 0;
+	xgrow((void **)&rs->v, &rs->cap, rs->n + 1, sizeof(*rs->v));
+	rs->v[rs->n++] = h->objectid;
+	return 0;
+}
+
+static int changed_leaves(struct bctx *b)
+{
+	struct roots rs = { 0 };
+	struct skey lo = { BTRFS_FS_TREE_OBJECTID, 0, BTRFS_ROOT_ITEM_KEY };
+	struct skey hi = { BTRFS_LAST_FREE_OBJECTID, UINT64_MAX, BTRFS_ROOT_ITEM_KEY };
+	struct skey all_lo = { 0, 0, 0 }, all_hi = { UINT64_MAX, UINT64_MAX, 255 };
+	int rc;
+
+	if (!b->gen_min)
+		return RX_OK;	/* no tree block written since the epoch */
+	rc = search(b, BTRFS_ROOT_TREE_OBJECTID, lo, hi, 0, root_item, &rs);
+	for (size_t i = 0; !rc && i < rs.n; i++) {
+		struct leaf_ctx lc = { rs.v[i], 0 };
+
+		rc = search(b, rs.v[i], all_lo, all_hi, b->gen_min, leaf_item, &lc);
+		progress(b->r, "btrfs: searching subvolume %llu", (unsigned long long)rs.v[i]);
+	}
+	free(rs.v);
+	return rc;
+}
+
+/* ---- names ---- */
+
+static const char *dir_path(struct bctx *b, uint64_t root, uint64_t dir)
+{
+	char *in, *top;
+
+	for (size_t i = 0; i < b->ndp; i++)
+		if (b->dp[i].root == root && b->dp[i].ino == dir)
+			return b->dp[i].path;
+	top = subvol_top(b, root, 0);
+	if (!top)
+		return NULL;
+	if (dir == BTRFS_FIRST_FREE_OBJECTID) {
+		in = xstrdup("");
+	} else if (ino_lookup(b, root, dir, &in)) {
+		free(top);
+		return NULL;
+	}
+	xgrow((void **)&b->dp, &b->dpcap, b->ndp + 1, sizeof(*b->dp));
+	b->dp[b->ndp].root = root;
+	b->dp[b->ndp].ino = dir;
+	b->dp[b->ndp].path = xmalloc(strlen(top) + strlen(in) + 1);
+	sprintf(b->dp[b->ndp].path, "%s%s", top, in);
+	free(top);
+	free(in);
+	return b->dp[b->ndp++].path;
+}
+
+/* Add the path top-relative p (a file, or "x/" for a subvolume root). */
+static void add_top_path(struct bctx *b, struct item *it, const char *p)
+{
+	size_t pl = strlen(b->prefix), l = strlen(p);
+	char *rel;
+
+	/* Visible only under the mount's root. */
+	if (strncmp(p, b->prefix, pl) && !(l + 1 == pl && !strncmp(p, b->prefix, l)))
+		return;
+	rel = xstrdup(l >= pl ? p + pl : "");
+	l = strlen(rel);
+	if (l && rel[l - 1] == '/')
+		rel[l - 1] = 0;
+	item_add_path(it, rel);
+	free(rel);
+}
+
+struct ref_ctx {
+	struct item *it;
+	int bad;
+};
+
+static void ref_path(struct bctx *b, struct ref_ctx *rc, uint64_t parent, const unsigned char *name,
+		     unsigned nl)
+{
+	const char *d = dir_path(b, rc->it->root, parent);
+	char *p;
+
+	if (!d)
+		return;
+	p = xmalloc(strlen(d) + nl + 1);
+	memcpy(p, d, strlen(d));
+	memcpy(p + strlen(d), name, nl);
+	p[strlen(d) + nl] = 0;
+	add_top_path(b, rc->it, p);
+	free(p);
+}
+
+static int ref_item(struct bctx *b, const struct btrfs_ioctl_search_header *h,
+		    const unsigned char *d, void *ctx)
+{
+	struct ref_ctx *rc = ctx;
+	uint32_t off = 0;
+
+	if (h->objectid != rc->it->ino)
+		return 0;
+	if (h->type == BTRFS_INODE_REF_KEY) {
+		/* { index u64, name_len u16, name } ...; key offset = parent */
+		while (off + 10 <= h->len) {
+			unsigned nl = le16(d + off + 8);
+
+			if (off + 10 + nl > h->len) {
+				rc->bad = 1;
+				break;
+			}
+			ref_path(b, rc, h->offset, d + off + 10, nl);
+			off += 10 + nl;
+		}
+	} else if (h->type == BTRFS_INODE_EXTREF_KEY) {
+		/* { parent u64, index u64, name_len u16, name } ... */
+		while (off + 18 <= h->len) {
+			unsigned nl = le16(d + off + 16);
+
+			if (off + 18 + nl > h->len) {
+				rc->bad = 1;
+				break;
+			}
+			ref_path(b, rc, le64(d + off), d + off + 18, nl);
+			off += 18 + nl;
+		}
+	}
+	return 0;
+}
+
+struct inode_info {
+	int found;
+	uint32_t mode;
+	uint64_t size, transid;
+};
+
+static int inode_item(struct bctx *b, const struct btrfs_ioctl_search_header *h,
+		      const unsigned char *d, void *ctx)
+{
+	struct inode_info *ii = ctx;
+
+	(void)b;
+	if (h->type != BTRFS_INODE_ITEM_KEY || h->len < 160)
+		return 0;
+	ii->found = 1;
+	ii->transid = le64(d + 8);
+	ii->size = le64(d + 16);
+	ii->mode = le32(d + 52);
+	return 0;
+}
+
+static int name_item(struct bctx *b, struct item *it)
+{
+	struct inode_info ii = { 0 };
+	struct skey lo = { it->ino, 0, BTRFS_INODE_ITEM_KEY };
+	struct skey hi = { it->ino, 0, BTRFS_INODE_ITEM_KEY };
+	struct skey rlo = { it->ino, 0, BTRFS_INODE_REF_KEY };
+	struct skey rhi = { it->ino, UINT64_MAX, BTRFS_INODE_EXTREF_KEY };
+	struct ref_ctx rc = { it, 0 };
+	int e;
+
+	e = search(b, it->root, lo, hi, 0, inode_item, &ii);
+	if (e)
+		return e;
+	if (!ii.found)
+		return RX_OK;	/* deleted: its directory is listed */
+	/* Only in a changed leaf, and its inode item older than the epoch. */
+	if (!(it->reasons & RSN_DATA) && it->ino != BTRFS_FIRST_FREE_OBJECTID &&
+	    ii.transid < b->gen_before) {
+		item_drop(it);
+		b->filtered++;
+		return RX_OK;
+	}
+	it->type = ftype_from_mode(ii.mode);
+	it->size = ii.size;
+	if (it->ino == BTRFS_FIRST_FREE_OBJECTID) {
+		/* A subvolume's root directory. */
+		char *top = subvol_top(b, it->root, 0);
+
+		if (top)
+			add_top_path(b, it, top);
+		free(top);
+		return RX_OK;
+	}
+	e = search(b, it->root, rlo, rhi, 0, ref_item, &rc);
+	if (!e && rc.bad)
+		e = rx_fail(b->r, RX_ERROR, "btrfs: malformed inode reference of %llu in tree %llu",
+			    (unsigned long long)it->ino, (unsigned long long)it->root);
+	return e;
+}
+
+/* ---- ranges inside regular files ---- */
+
+struct fx_ctx {
+	struct bctx *b;
+	struct item *it;
+	struct rangeset mapped;
+	int map_changed;
+};
+
+static int file_extent(struct bctx *b, const struct btrfs_ioctl_search_header *h,
+		       const unsigned char *d, void *ctx)
+{
+	struct fx_ctx *fx = ctx;
+	uint64_t fo = h->offset, n, bytenr, dlen, eoff;
+	unsigned type, comp;
+
+	if (h->type != BTRFS_EXTENT_DATA_KEY || h->objectid != fx->it->ino || h->len < 21)
+		return 0;
+	comp = d[16];
+	type = d[20];
+	if (type == BTRFS_FILE_EXTENT_INLINE) {
+		/* Inline data lives in its leaf: it changed if the leaf did. */
+		n = le64(d + 8);
+		rs_add(&fx->mapped, fo, n);
+		if (fx->map_changed)
+			rs_add(&fx->it->ranges, fo, n);
+		return 0;
+	}
+	if (h->len < 53)
+		return rx_fail(b->r, RX_ERROR, "btrfs: short file extent item");
+	bytenr = le64(d + 21);
+	dlen = le64(d + 29);
+	eoff = le64(d + 37);
+	n = le64(d + 45);
+	if (!bytenr)
+		return 0;	/* an explicit hole */
+	rs_add(&fx->mapped, fo, n);
+	if (type == BTRFS_FILE_EXTENT_PREALLOC && fx->map_changed)
+		rs_add(&fx->it->ranges, fo, n);
+	else if (comp)
+		/* Compressed: any change in the extent changes all it holds. */
+		rs_add(&fx->it->ranges, fo, rs_overlaps(&b->lchg, bytenr, dlen) ? n : 0);
+	else
+		rs_map_overlaps(&fx->it->ranges, &b->lchg, bytenr + eoff, n, fo);
+	return 0;
+}
+
+static int file_ranges(struct bctx *b, struct item *it)
+{
+	struct fx_ctx fx = { b, it, { 0 }, !!(it->flags & IT_MAP_CHANGED) };
+	struct skey lo = { it->ino, 0, BTRFS_EXTENT_DATA_KEY };
+	struct skey hi = { it->ino, UINT64_MAX, BTRFS_EXTENT_DATA_KEY };
+	int rc;
+
+	rs_init(&fx.mapped);
+	rc = search(b, it->root, lo, hi, 0, file_extent, &fx);
+	if (!rc && fx.map_changed) {
+		/* Holes (punched, or truncated and extended) read as zeros. */
+		struct rangeset all, holes;
+
+		rs_init(&all);
+		rs_init(&holes);
+		rs_add(&all, 0, it->size);
+		rs_normalize(&fx.mapped);
+		rs_subtract(&holes, &all, &fx.mapped);
+		for (size_t i = 0; i < holes.n; i++)
+			rs_add(&it->ranges, holes.v[i].start, holes.v[i].len);
+		rs_free(&all);
+		rs_free(&holes);
+	}
+	rs_normalize(&it->ranges);
+	rs_clip(&it->ranges, it->size);
+	rs_free(&fx.mapped);
+	return rc;
+}
+
+static int resolve(struct bctx *b)
+{
+	struct resolver *r = b->r;
+	double t;
+	int rc;
+
+	r->st.method = "btrfs: chunk tree, extent tree, LOGICAL_INO, leaves since the epoch";
+	rc = check_device(b);
+	if (!rc)
+		rc = find_mount(b);
+	if (!rc)
+		rc = map_changes(b);
+	if (!rc)
+		rc = scan_extents(b);
+	if (!rc)
+		rc = raise_gen_before(b);
+	if (!rc)
+		rc = data_owners(b);
+	if (!rc)
+		rc = changed_leaves(b);
+	if (rc)
+		return rc;
+	{
+		uint64_t known = 0;
+
+		for (int a = 0; a < AT_UNKNOWN; a++)
+			known += r->st.attr[a];
+		/* Changed space in chunks that holds no extent now: freed. */
+		if (known < r->st.changed_bytes)
+			r->st.attr[AT_FREE] += r->st.changed_bytes - known;
+	}
+	r->st.phase[PH_ANALYZE] = now_sec() - r->t0 - r->st.phase[PH_SYNC] - r->st.phase[PH_MAP];
+
+	t = now_sec();
+	for (size_t i = 0; i < r->res.cap && !rc; i++) {
+		struct item *it = r->res.tab[i];
+
+		if (!it)
+			continue;
+		/* Ranges from leaf items are a starting set for JSON only. */
+		if (r->out_mode != 2)
+			rs_clear(&it->ranges);
+		rc = name_item(b, it);
+	}
+	r->st.leaf_neighbours = b->filtered;
+	if (b->gen_before)
+		snprintf(r->st.note, sizeof(r->st.note),
+			 "btrfs: leaves since generation %llu searched; inodes with transid below %llu (written before the epoch) dropped",
+			 (unsigned long long)b->gen_min, (unsigned long long)b->gen_before);
+	r->st.phase[PH_WALK] = now_sec() - t;
+	if (rc)
+		return rc;
+	t = now_sec();
+	for (size_t i = 0; i < r->res.cap && !rc; i++) {
+		struct item *it = r->res.tab[i];
+
+		if (it && r->out_mode == 2 && it->type == FT_REG && it->npaths)
+			rc = file_ranges(b, it);
+	}
+	r->st.phase[PH_RANGES] = now_sec() - t;
+	return rc;
+}
+
+int btrfs_before_map(struct resolver *r)
+{
+	unsigned char sb[4096];
+	int rc = raw_read(r, sb, sizeof(sb), 64 * 1024);
+
+	if (rc)
+		return rc;
+	if (memcmp(sb + 64, "_BHRfS_M", 8))
+		return rx_fail(r, RX_FULL_SCAN, "%s: no btrfs superblock", r->dev_path);
+	r->btrfs_gen = le64(sb + 72);
+	return RX_OK;
+}
 
 int btrfs_resolve(struct resolver *r)
 {
-	return rx_fail(r, RX_FULL_SCAN, "btrfs is not supported yet");
+	struct bctx b;
+	int rc;
+
+	memset(&b, 0, sizeof(b));
+	b.r = r;
+	rs_init(&b.lchg);
+	rs_init(&b.lchg_data);
+	rc = resolve(&b);
+	rs_free(&b.lchg);
+	rs_free(&b.lchg_data);
+	free(b.sm);
+	free(b.dext);
+	for (size_t i = 0; i < b.ndp; i++)
+		free(b.dp[i].path);
+	free(b.dp);
+	free(b.prefix);
+	return rc;
 }

@@ -137,6 +137,8 @@ static int run(struct resolver *r)
 	if (syncfs(r->mnt_fd))
 		return rx_fail(r, RX_ERROR, "syncfs %s: %s", r->mnt, strerror(errno));
 	r->st.phase[PH_SYNC] = now_sec() - t;
+	if (!strcmp(r->fstype, "btrfs") && (rc = btrfs_before_map(r)))
+		return rc;
 	t = now_sec();
 	rc = target_read_changes(r);
 	r->st.phase[PH_MAP] = now_sec() - t;

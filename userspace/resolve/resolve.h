@@ -207,6 +207,9 @@ struct resolver {
 	int mnt_fd;
 	uint64_t mnt_id;	/* statx mount id */
 
+	/* btrfs: generation of the last commit, read before the change map */
+	uint64_t btrfs_gen;
+
 	/* the change map */
 	uint64_t current_epoch, oldest_epoch;
 	uint32_t region_bytes;
@@ -274,6 +277,8 @@ void fiemap_item_ranges(struct resolver *r, struct item *it, const struct ranges
 int ext4_resolve(struct resolver *r);
 int xfs_resolve(struct resolver *r);
 int btrfs_resolve(struct resolver *r);
+/* Before the change map is read: note the last committed generation. */
+int btrfs_before_map(struct resolver *r);
 
 /* output.c */
 /* Default output: a path starting with '/' is literal; one starting with

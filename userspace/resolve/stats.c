@@ -64,7 +64,7 @@ void stats_print(const struct resolver *r, FILE *f)
 		fprintf(f, "; %llu inodes written back for changes older than the epoch were left out (not in the log since)",
 			(unsigned long long)s->writeback_dropped);
 	if (s->leaf_neighbours)
-		fprintf(f, ", %llu only for sharing a changed tree leaf",
+		fprintf(f, "; %llu inodes sharing a changed tree leaf were left out (inode item older than the epoch)",
 			(unsigned long long)s->leaf_neighbours);
 	fputc('\n', f);
 	if (s->dirs_walked || s->files_mapped)
