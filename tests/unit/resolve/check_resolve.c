@@ -1,18 +1,18 @@
 // SPDX-License-Identifier: GPL-2.0 OR MIT
-/* chj-resolve unit tests: the runner. */
-#include <check.h>
+/* chj-resolve unit tests: the runner (exit 1 on any failure). */
 #include <stdlib.h>
 
-static Suite *suite_placeholder(void)
-{
-	return suite_create("resolve");
-}
+#include "suites.h"
 
 int main(void)
 {
-	SRunner *sr = srunner_create(suite_placeholder());
+	SRunner *sr = srunner_create(suite_rangeset());
 	int failed;
 
+	srunner_add_suite(sr, suite_output());
+	srunner_add_suite(sr, suite_ranges());
+	srunner_add_suite(sr, suite_xfs());
+	srunner_add_suite(sr, suite_jbd2());
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);

@@ -1,0 +1,10 @@
+/* SPDX-License-Identifier: GPL-2.0 OR MIT */
+#ifndef CHJ_RESOLVE_SUITES_H
+#define CHJ_RESOLVE_SUITES_H
+#include <check.h>
+Suite *suite_rangeset(void);
+Suite *suite_output(void);
+Suite *suite_ranges(void);
+Suite *suite_xfs(void);
+Suite *suite_jbd2(void);
+#endif

@@ -1,0 +1,164 @@
+// SPDX-License-Identifier: GPL-2.0 OR MIT
+/* The jbd2 walk over synthetic journals. */
+#include <string.h>
+
+#include "jbd2.h"
+#include "suites.h"
+
+#define BS	1024
+#define NBLK	64
+
+static unsigned char j[NBLK][BS];
+static int changed[NBLK];
+static uint64_t homes[256];
+static int nhomes;
+
+static void p32(unsigned char *p, uint32_t v)
+{
+	p[0] = v >> 24; p[1] = v >> 16; p[2] = v >> 8; p[3] = v;
+}
+
+static int rd(void *ctx, uint64_t b, void *buf)
+{
+	(void)ctx;
+	if (b >= NBLK)
+		return -1;
+	memcpy(buf, j[b], BS);
+	return 0;
+}
+
+static int ch(void *ctx, uint64_t b)
+{
+	(void)ctx;
+	return b < NBLK && changed[b];
+}
+
+static void home(void *ctx, uint64_t b)
+{
+	(void)ctx;
+	homes[nhomes++] = b;
+}
+
+static const struct jbd2_src src = { NULL, BS, NBLK, rd, ch, home };
+
+static void hdr(unsigned b, uint32_t type, uint32_t seq)
+{
+	p32(j[b], JBD2_MAGIC);
+	p32(j[b] + 4, type);
+	p32(j[b] + 8, seq);
+}
+
+static void superblock(uint32_t start, uint32_t seq, uint32_t incompat)
+{
+	memset(j, 0, sizeof(j));
+	memset(changed, 0, sizeof(changed));
+	nhomes = 0;
+	hdr(0, JBD2_SB_V2, 0);
+	p32(j[0] + 12, BS);
+	p32(j[0] + 16, NBLK);
+	p32(j[0] + 20, 1);
+	p32(j[0] + 24, seq);
+	p32(j[0] + 28, start);
+	p32(j[0] + 40, incompat);
+}
+
+/* A descriptor at b with tags (csum v3, 64bit), data blocks after it, then
+ * a commit; returns the block after the commit.  Wraps at NBLK to 1. */
+static unsigned trans(unsigned b, uint32_t seq, const uint64_t *h, int n, int commit)
+{
+	unsigned off = 12;
+
+	hdr(b, JBD2_DESCRIPTOR, seq);
+	for (int i = 0; i < n; i++) {
+		uint32_t flags = (i ? JBD2_TAG_SAME_UUID : 0) | (i == n - 1 ? JBD2_TAG_LAST : 0);
+
+		p32(j[b] + off, (uint32_t)h[i]);
+		p32(j[b] + off + 4, flags);
+		p32(j[b] + off + 8, (uint32_t)(h[i] >> 32));
+		off += 16 + (i ? 0 : 16);
+	}
+	for (int i = 0; i <= n; i++)
+		b = b + 1 >= NBLK ? 1 : b + 1;	/* data blocks hold anything */
+	if (commit) {
+		hdr(b, JBD2_COMMIT, seq);
+		b = b + 1 >= NBLK ? 1 : b + 1;
+	}
+	return b;
+}
+
+START_TEST(counts_only_touched_transactions)
+{
+	const uint64_t a[] = { 1000, 1001, 0x100000002ull }, c[] = { 2000 };
+	struct jbd2_info in;
+	unsigned b;
+
+	superblock(5, 10, JBD2_IN_64BIT | JBD2_IN_CSUM_V3);
+	b = trans(5, 10, a, 3, 1);		/* blocks 5..9 */
+	b = trans(b, 11, c, 1, 1);		/* blocks 10..12 */
+	hdr(b, JBD2_DESCRIPTOR, 99);		/* stale: ends the log */
+	changed[7] = 1;				/* a data block of 10 */
+	ck_assert_int_eq(jbd2_scan(&src, &in), 0);
+	ck_assert_uint_eq(in.transactions, 2);
+	ck_assert_uint_eq(in.counted, 1);
+	ck_assert_int_eq(nhomes, 3);
+	ck_assert_uint_eq(homes[0], 1000);
+	ck_assert_uint_eq(homes[2], 0x100000002ull);
+
+	nhomes = 0;
+	memset(changed, 0, sizeof(changed));
+	changed[12] = 1;			/* the commit block of 11 */
+	ck_assert_int_eq(jbd2_scan(&src, &in), 0);
+	ck_assert_int_eq(nhomes, 1);
+	ck_assert_uint_eq(homes[0], 2000);
+}
+END_TEST
+
+START_TEST(wraps_and_counts_an_uncommitted_tail)
+{
+	const uint64_t a[] = { 7, 8 }, c[] = { 9 };
+	struct jbd2_info in;
+	unsigned b;
+
+	superblock(61, 3, JBD2_IN_64BIT | JBD2_IN_CSUM_V3);
+	b = trans(61, 3, a, 2, 1);		/* 61, 62, 63, 1(commit) */
+	ck_assert_uint_eq(b, 2);
+	trans(b, 4, c, 1, 0);			/* 2, 3: no commit yet */
+	changed[1] = changed[3] = 1;
+	ck_assert_int_eq(jbd2_scan(&src, &in), 0);
+	ck_assert_uint_eq(in.counted, 2);
+	ck_assert_int_eq(nhomes, 3);
+	ck_assert_uint_eq(homes[2], 9);
+}
+END_TEST
+
+START_TEST(clean_unknown_and_tag_sizes)
+{
+	struct jbd2_info in;
+
+	superblock(0, 1, 0);
+	ck_assert_int_eq(jbd2_scan(&src, &in), 0);
+	ck_assert_int_eq(in.clean, 1);
+	superblock(5, 1, 0x40);			/* a feature from the future */
+	ck_assert_int_eq(jbd2_scan(&src, &in), -1);
+	ck_assert_ptr_nonnull(strstr(in.why, "unknown"));
+	superblock(70, 1, 0);			/* start past the end */
+	ck_assert_int_eq(jbd2_scan(&src, &in), -1);
+	ck_assert_uint_eq(jbd2_tag_bytes(0), 8);
+	ck_assert_uint_eq(jbd2_tag_bytes(JBD2_IN_64BIT), 12);
+	ck_assert_uint_eq(jbd2_tag_bytes(JBD2_IN_CSUM_V2), 10);
+	ck_assert_uint_eq(jbd2_tag_bytes(JBD2_IN_CSUM_V2 | JBD2_IN_64BIT), 14);
+	ck_assert_uint_eq(jbd2_tag_bytes(JBD2_IN_CSUM_V3), 16);
+}
+END_TEST
+
+Suite *suite_jbd2(void)
+{
+	Suite *s = suite_create("jbd2");
+	TCase *t = tcase_create("walk");
+
+	tcase_add_test(t, counts_only_touched_transactions);
+	tcase_add_test(t, wraps_and_counts_an_uncommitted_tail);
+	tcase_add_test(t, clean_unknown_and_tag_sizes);
+	suite_add_tcase(s, t);
+	return s;
+}
