@@ -5,98 +5,11 @@
  * docs/resolve.md.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "resolve.h"
-
-static const char usage_text[] =
-"Usage: chj-resolve [--since EPOCH] [-0 | --json] [--mount DIR] [--stats] DEVICE\n";
-
-static const char help_text[] =
-"\n"
-"List the files and directories of the filesystem on the dm-chj device\n"
-"DEVICE (/dev/mapper/NAME, or NAME) whose content or metadata may have\n"
-"changed since epoch EPOCH, one absolute path per line.  Every path of a\n"
-"changed inode is listed, and every directory whose entries changed.\n"
-"\n"
-"  --since EPOCH  changes since this epoch (default: the current epoch,\n"
-"                 i.e. since the last checkpoint)\n"
-"  -0             end each path with NUL instead of a newline\n"
-"  --json         JSON Lines: path, inode, type, reasons and, for regular\n"
-"                 files, ranges (the changed byte ranges in the file)\n"
-"  --mount DIR    where the filesystem is mounted (default: found in\n"
-"                 /proc/self/mountinfo)\n"
-"  --stats        counts, what the changed regions were attributed to, and\n"
-"                 time per phase, on stderr\n"
-"  -h, --help     show this help\n"
-"\n"
-"It calls syncfs() on the filesystem before reading the change map, so that\n"
-"everything written before it started is on the device and in the map.\n"
-"\n"
-"A path containing a newline, carriage return or backslash is printed with\n"
-"a leading backslash and those characters escaped as \\n, \\r and \\\\.\n"
-"Unescaped paths start with '/'.\n"
-"\n"
-"Exit status: 0 success; 1 error; 2 usage error; 3 full scan needed: the\n"
-"change map cannot be used (the target is in fail mode, EPOCH is no longer\n"
-"retained, the filesystem is not on DEVICE, or its layout is unsupported).\n"
-"Nothing is printed on stdout unless the status is 0.\n";
-
-static int usage_error(const char *fmt, const char *arg)
-{
-	fputs("chj-resolve: ", stderr);
-	fprintf(stderr, fmt, arg);
-	fputc('\n', stderr);
-	fputs(usage_text, stderr);
-	fputs("Try 'chj-resolve --help' for more information.\n", stderr);
-	return RX_USAGE;
-}
-
-static int parse_args(struct resolver *r, int argc, char **argv)
-{
-	static const struct option lo[] = {
-		{ "since", required_argument, NULL, 's' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "mount", required_argument, NULL, 'm' },
-		{ "stats", no_argument, NULL, 'S' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 }
-	};
-	int opt, zero = 0, json = 0;
-
-	opterr = 0;
-	while ((opt = getopt_long(argc, argv, "0h", lo, NULL)) != -1) {
-		switch (opt) {
-		case 's':
-			if (parse_u64(optarg, &r->since))
-				return usage_error("--since %s: not an epoch number", optarg);
-			r->have_since = 1;
-			break;
-		case '0': zero = 1; break;
-		case 'j': json = 1; break;
-		case 'm': r->mount_opt = optarg; break;
-		case 'S': r->want_stats = 1; break;
-		case 'h':
-			fputs(usage_text, stdout);
-			fputs(help_text, stdout);
-			return -1;
-		default:
-			return usage_error("unknown or incomplete option %s", argv[optind - 1]);
-		}
-	}
-	if (zero && json)
-		return usage_error("%s", "-0 and --json exclude each other");
-	r->out_mode = json ? 2 : zero ? 1 : 0;
-	if (optind == argc)
-		return usage_error("%s", "DEVICE is required");
-	if (optind != argc - 1)
-		return usage_error("unexpected argument %s", argv[optind + 1]);
-	r->device_arg = argv[optind];
-	return 0;
-}
 
 static void count_results(struct resolver *r)
 {
@@ -176,7 +89,7 @@ int main(int argc, char **argv)
 	r.dev_fd = r.mnt_fd = -1;
 	rs_init(&r.changed);
 	res_init(&r.res);
-	rc = parse_args(&r, argc, argv);
+	rc = resolve_parse_args(&r, argc, argv);
 	if (rc)
 		return rc < 0 ? (fflush(stdout) ? RX_ERROR : RX_OK) : rc;
 	setvbuf(stdout, obuf, _IOFBF, sizeof(obuf));

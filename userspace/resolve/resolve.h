@@ -228,6 +228,11 @@ struct resolver {
 	int err_code;
 };
 
+/* cli.c: the command line. */
+extern const char resolve_usage[], resolve_help[];
+/* Fill r's options.  0, -1 after --help (printed), or RX_USAGE. */
+int resolve_parse_args(struct resolver *r, int argc, char **argv);
+
 /* target.c: device, status, change map, mount. */
 int target_open(struct resolver *r);
 int target_find_mount(struct resolver *r);

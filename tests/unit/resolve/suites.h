@@ -7,4 +7,5 @@ Suite *suite_output(void);
 Suite *suite_ranges(void);
 Suite *suite_xfs(void);
 Suite *suite_jbd2(void);
+Suite *suite_cli(void);
 #endif

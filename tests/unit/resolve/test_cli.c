@@ -1,0 +1,133 @@
+// SPDX-License-Identifier: GPL-2.0 OR MIT
+/* The command line: parsing, usage errors, and --help against the man page. */
+#include <ctype.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "resolve.h"
+#include "suites.h"
+
+static struct resolver r;
+
+/* Parse the given words (NULL-terminated), stderr and stdout silenced. */
+static int parse(const char *first, ...)
+{
+	char *argv[16] = { "chj-resolve" };
+	int argc = 1, rc, so, se, nul = open("/dev/null", O_WRONLY);
+	va_list ap;
+
+	va_start(ap, first);
+	for (const char *a = first; a; a = va_arg(ap, const char *))
+		argv[argc++] = (char *)a;
+	va_end(ap);
+	memset(&r, 0, sizeof(r));
+	fflush(stdout);
+	fflush(stderr);
+	so = dup(1);
+	se = dup(2);
+	dup2(nul, 1);
+	dup2(nul, 2);
+	rc = resolve_parse_args(&r, argc, argv);
+	fflush(stdout);
+	fflush(stderr);
+	dup2(so, 1);
+	dup2(se, 2);
+	close(so);
+	close(se);
+	close(nul);
+	return rc;
+}
+
+START_TEST(options)
+{
+	ck_assert_int_eq(parse("--since", "7", "--json", "--mount", "/m", "--stats", "dev", NULL), 0);
+	ck_assert(r.have_since);
+	ck_assert_uint_eq(r.since, 7);
+	ck_assert_int_eq(r.out_mode, 2);
+	ck_assert_str_eq(r.mount_opt, "/m");
+	ck_assert(r.want_stats);
+	ck_assert_str_eq(r.device_arg, "dev");
+	ck_assert_int_eq(parse("-0", "/dev/mapper/x", NULL), 0);
+	ck_assert_int_eq(r.out_mode, 1);
+	ck_assert(!r.have_since);
+	ck_assert_int_eq(parse("--help", NULL), -1);
+	ck_assert_int_eq(parse("-h", NULL), -1);
+}
+END_TEST
+
+START_TEST(usage_errors)
+{
+	ck_assert_int_eq(parse(NULL), RX_USAGE);
+	ck_assert_int_eq(parse("-0", "--json", "d", NULL), RX_USAGE);
+	ck_assert_int_eq(parse("--since", "x7", "d", NULL), RX_USAGE);
+	ck_assert_int_eq(parse("--since", "-1", "d", NULL), RX_USAGE);
+	ck_assert_int_eq(parse("--since", NULL), RX_USAGE);
+	ck_assert_int_eq(parse("--bogus", "d", NULL), RX_USAGE);
+	ck_assert_int_eq(parse("d", "e", NULL), RX_USAGE);
+}
+END_TEST
+
+static char *read_man(void)
+{
+	FILE *f = fopen("man/chj-resolve.8", "r");
+	char *buf = calloc(1, 1 << 16);
+
+	ck_assert_ptr_nonnull(f);
+	ck_assert(fread(buf, 1, (1 << 16) - 1, f) > 0);
+	fclose(f);
+	return buf;
+}
+
+START_TEST(help_matches_man_page)
+{
+	char *man = read_man();
+	const char *p = resolve_help;
+	int n = 0;
+
+	/* Every long option the help names is in the man page (roff: \-\-). */
+	while ((p = strstr(p, "--"))) {
+		char opt[32], want[40];
+		int k = 0;
+
+		p += 2;
+		while (k < 30 && (islower((unsigned char)p[k]) || p[k] == '-'))
+			opt[k] = p[k], k++;
+		opt[k] = 0;
+		if (!k)
+			continue;
+		snprintf(want, sizeof(want), "\\-\\-%s", opt);
+		ck_assert_msg(strstr(man, want), "man page lacks %s", want);
+		n++;
+	}
+	ck_assert_int_ge(n, 5);	/* since json mount stats help */
+	ck_assert_ptr_nonnull(strstr(man, ".B \\-0"));
+	ck_assert_ptr_nonnull(strstr(resolve_usage, "[--since EPOCH] [-0 | --json] [--mount DIR] [--stats] DEVICE"));
+	/* The same exit statuses and escaping rule in both. */
+	for (const char *w = "0123"; *w; w++) {
+		char tp[16];
+
+		snprintf(tp, sizeof(tp), ".TP\n.B %c\n", *w);
+		ck_assert_msg(strstr(man, tp), "man page lacks exit status %c", *w);
+	}
+	ck_assert_ptr_nonnull(strstr(resolve_help, "3 full scan needed"));
+	ck_assert_ptr_nonnull(strstr(man, "Full scan needed"));
+	ck_assert_ptr_nonnull(strstr(resolve_help, "syncfs()"));
+	ck_assert_ptr_nonnull(strstr(man, ".BR syncfs (2)"));
+	free(man);
+}
+END_TEST
+
+Suite *suite_cli(void)
+{
+	Suite *s = suite_create("cli");
+	TCase *t = tcase_create("cli");
+
+	tcase_add_test(t, options);
+	tcase_add_test(t, usage_errors);
+	tcase_add_test(t, help_matches_man_page);
+	suite_add_tcase(s, t);
+	return s;
+}
