@@ -63,6 +63,11 @@ python3 "$TRUTH" snap "$mnt" "$work/before.json"
 fsfreeze -f "$mnt"
 cp --sparse=always "$img" "$work/before.img"
 fsfreeze -u "$mnt"
+# A first run (no change) builds the name cache as the tree is now.
+export CHJ_RESOLVE_CACHE_DIR=$work/cache
+mkdir -m 700 "$CHJ_RESOLVE_CACHE_DIR"
+: >"$work/nochange"
+CHJ_RESOLVE_CHANGES=$work/nochange "$RESOLVE" "$loop" >/dev/null
 
 echo "--- modify"
 if [ -n "${HOST_WRAP_FILES:-}" ]; then
@@ -87,10 +92,15 @@ echo "changed ranges: $(wc -l <"$work/changes")"
 
 echo "--- resolve"
 rc=0
-CHJ_RESOLVE_CHANGES=$work/changes "$RESOLVE" --stats --json "$loop" >"$work/out.json" || rc=$?
+CHJ_RESOLVE_CHANGES=$work/changes "$RESOLVE" --stats --json "$loop" >"$work/out.json" 2>"$work/stats" || rc=$?
+cat "$work/stats"
 CHJ_RESOLVE_CHANGES=$work/changes "$RESOLVE" -0 "$loop" >"$work/out0" || rc=$?
 CHJ_RESOLVE_CHANGES=$work/changes "$RESOLVE" "$loop" >"$work/out.txt" || rc=$?
 [ $rc = 0 ] || { echo "chj-resolve exited $rc"; exit 1; }
+grep "name cache" "$work/stats" || true
+# The cache (used above where it applies) gives what a walk gives.
+CHJ_RESOLVE_CACHE=off CHJ_RESOLVE_CHANGES=$work/changes "$RESOLVE" -0 "$loop" >"$work/out0-walk"
+cmp "$work/out0" "$work/out0-walk" || { echo "name cache and walk disagree"; exit 1; }
 python3 "$TRUTH" snap "$mnt" "$work/after.json"
 python3 "$TRUTH" check "$work/before.json" "$work/after.json" "$work/out0" --mount "$mnt"
 python3 "$TRUTH" check "$work/before.json" "$work/after.json" "$work/out.json" --mount "$mnt" \

@@ -10,6 +10,9 @@ TRUTH=$CHJ_ROOT/tests/resolve/fstruth.py
 # shellcheck source=tests/resolve/workload.sh disable=SC1091
 . "$CHJ_ROOT/tests/resolve/workload.sh"
 [ -x "$RESOLVE" ] || fail "$RESOLVE not built (make userspace)"
+# The name cache (the default /var/cache is read-only here).
+export CHJ_RESOLVE_CACHE_DIR=/tmp/chj-resolve-cache
+mkdir -p -m 700 "$CHJ_RESOLVE_CACHE_DIR"
 
 # rlog MSG: log with the seconds since the test began.
 rlog() { log "[${SECONDS}s] $*"; }
@@ -43,6 +46,8 @@ resolve_truth_test() {
 	sync
 	python3 "$TRUTH" snap "$mnt" "$out/before.json"
 	e=$("$CHJ" checkpoint "$name")
+	# A backup right after the checkpoint: builds the name cache.
+	"$RESOLVE" --since "$e" "$name" >/dev/null
 	rlog "checkpoint: epoch $e; modify"
 	wl_modify "$mnt" "$out/writes"
 	if declare -F extra_modify >/dev/null; then extra_modify "$mnt"; fi
@@ -56,6 +61,10 @@ resolve_truth_test() {
 	rlog "resolve took $(echo "$t1 - $t0" | bc) s"
 	"$RESOLVE" --since "$e" -0 "/dev/mapper/$name" >"$out/out0"
 	"$RESOLVE" "$name" >"$out/out.txt"	# default: since the current epoch
+	# With the name cache (where it applies) as with a walk.
+	CHJ_RESOLVE_CACHE=off "$RESOLVE" --since "$e" -0 "$name" >"$out/out0-walk"
+	cmp "$out/out0" "$out/out0-walk" || fail "name cache and walk disagree"
+	grep "name cache" "$out/stats.txt" || true
 	python3 "$TRUTH" snap "$mnt" "$out/after.json"
 	rlog "ground truth: -0 output"
 	python3 "$TRUTH" check "$out/before.json" "$out/after.json" "$out/out0" --mount "$mnt" |

@@ -59,6 +59,9 @@ struct e4 {
 	int shared_ea;			/* a changed EA block has sharers */
 	uint64_t *ea_seen;
 	size_t nea, eacap;
+	uint64_t *cand;			/* in-use inodes of changed inode blocks */
+	size_t ncand, candcap;
+	uint64_t scanned, bad;
 	unsigned char *lvl[E4_MAX_DEPTH + 1];
 };
 
@@ -397,6 +400,8 @@ static void itable_range(struct e4 *c, uint64_t a, uint64_t len, unsigned reason
 			/* i_links_count: unused and deleted inodes have none. */
 			if (!le16(raw + 26))
 				continue;
+			xgrow((void **)&c->cand, &c->candcap, c->ncand + 1, sizeof(*c->cand));
+			c->cand[c->ncand++] = ino;
 			it = res_get(&c->r->res, 0, ino);
 			it->reasons |= RSN_INODE | reasons;
 			it->type = ftype_from_mode(le16(raw));
@@ -550,6 +555,61 @@ static void own_ea(struct e4 *c, struct owner *o, uint64_t blk)
 	free(b);
 }
 
+/* Claim the changed blocks an in-use inode owns. */
+static void own_inode(struct e4 *c, ext2_ino_t ino, struct ext2_inode *inode)
+{
+	struct owner o = { 0 };
+	struct visit v = { own_ext, own_node, &o, 0 };
+	blk64_t ea;
+
+	o.ino = ino;
+	o.inode = inode;
+	o.special = skip_ino(c, ino);
+	ea = ext2fs_file_acl_block(c->fs, inode);
+	if (ea && ea < c->nblocks)
+		own_ea(c, &o, ea);
+	inode_blocks(c, ino, inode, &v);
+	if (v.bad)
+		c->bad++;
+	if (o.hit) {
+		struct item *it = res_get(&c->r->res, 0, ino);
+
+		it->reasons |= o.hit;
+		it->type = ftype_from_mode(inode->i_mode);
+		it->size = EXT2_I_SIZE(inode);
+	}
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+static int is_cand(const struct e4 *c, uint64_t ino)
+{
+	size_t lo = 0, hi = c->ncand;
+
+	while (lo < hi) {
+		size_t m = lo + (hi - lo) / 2;
+
+		if (c->cand[m] < ino)
+			lo = m + 1;
+		else
+			hi = m;
+	}
+	return lo < c->ncand && c->cand[lo] == ino;
+}
+
+/*
+ * Owners of the changed blocks outside static metadata.  Candidates first:
+ * a file whose blocks changed almost always had its inode written too (times,
+ * block counts), so it is among the inodes of the changed inode blocks, read
+ * already.  Only if blocks remain without an owner (data written back for
+ * older writes, say), or a shared EA block is involved, every other inode is
+ * scanned.  Each inode is visited once, so no block is counted twice.
+ */
 static int owner_scan(struct e4 *c)
 {
 	struct resolver *r = c->r;
@@ -558,17 +618,29 @@ static int owner_scan(struct e4 *c)
 	struct ext2_inode_large big;
 	struct ext2_inode *inode = (struct ext2_inode *)&big;
 	ext2_ino_t ino;
-	uint64_t scanned = 0, bad = 0;
 	errcode_t err;
+	size_t n = 0;
+
+	qsort(c->cand, c->ncand, sizeof(*c->cand), cmp_u64);
+	for (size_t i = 0; i < c->ncand; i++)
+		if (!n || c->cand[n - 1] != c->cand[i])
+			c->cand[n++] = c->cand[i];
+	c->ncand = n;
+	for (size_t i = 0; i < c->ncand && (c->remaining || c->shared_ea); i++) {
+		if (ext2fs_read_inode_full(fs, (ext2_ino_t)c->cand[i], inode, sizeof(big)))
+			continue;
+		c->scanned++;
+		if (inode->i_links_count)
+			own_inode(c, (ext2_ino_t)c->cand[i], inode);
+	}
+	if (!c->remaining && !c->shared_ea)
+		return RX_OK;
 
 	if (ext2fs_open_inode_scan(fs, 0, &scan))
 		return rx_fail(r, RX_ERROR, "%s: cannot scan inodes", r->dev_path);
 	ext2fs_inode_scan_flags(scan, EXT2_SF_SKIP_MISSING_ITABLE, 0);
+	r->st.full_scan = 1;
 	for (;;) {
-		struct owner o = { 0 };
-		struct visit v = { own_ext, own_node, &o, 0 };
-		blk64_t ea;
-
 		/* Done once every allocated changed block has its owner. */
 		if (!c->remaining && !c->shared_ea)
 			break;
@@ -582,38 +654,19 @@ static int owner_scan(struct e4 *c)
 		}
 		if (!ino)
 			break;
-		if (!(++scanned & 8191))
+		if (!(++c->scanned & 8191))
 			progress(r, "scanning inodes: %llu of %u",
-				 (unsigned long long)scanned, fs->super->s_inodes_count);
+				 (unsigned long long)c->scanned, fs->super->s_inodes_count);
 		/*
 		 * Unused and deleted inodes have no links.  (Open but unlinked
 		 * files keep blocks nobody can name: they are left unclaimed,
 		 * which only means the scan runs to the end.)
 		 */
-		if (!inode->i_links_count)
+		if (!inode->i_links_count || is_cand(c, ino))
 			continue;
-		o.ino = ino;
-		o.inode = inode;
-		o.special = skip_ino(c, ino);
-		ea = ext2fs_file_acl_block(fs, inode);
-		if (ea && ea < c->nblocks)
-			own_ea(c, &o, ea);
-		inode_blocks(c, ino, inode, &v);
-		if (v.bad)
-			bad++;
-		if (o.hit) {
-			struct item *it = res_get(&r->res, 0, ino);
-
-			it->reasons |= o.hit;
-			it->type = ftype_from_mode(inode->i_mode);
-			it->size = EXT2_I_SIZE(inode);
-		}
+		own_inode(c, ino, inode);
 	}
 	ext2fs_close_inode_scan(scan);
-	r->st.files_mapped = scanned;
-	if (bad)
-		snprintf(r->st.note, sizeof(r->st.note),
-			 "%llu inodes with a malformed block map were skipped", (unsigned long long)bad);
 	return RX_OK;
 }
 
@@ -759,11 +812,15 @@ static int resolve(struct e4 *c)
 		if (rc)
 			return rc;
 	}
+	r->st.files_mapped = c->scanned;
+	if (c->bad)
+		snprintf(r->st.note, sizeof(r->st.note),
+			 "%llu inodes with a malformed block map were skipped", (unsigned long long)c->bad);
 	account(c);
 	r->st.phase[PH_ANALYZE] = now_sec() - r->t0 - r->st.phase[PH_SYNC] - r->st.phase[PH_MAP];
 
 	t = now_sec();
-	rc = walk_tree(r, NULL, NULL);
+	rc = resolve_names(r, NULL, NULL);
 	r->st.phase[PH_WALK] = now_sec() - t;
 	if (rc)
 		return rc;
@@ -826,6 +883,7 @@ int ext4_resolve(struct resolver *r)
 	free(c.it);
 	free(c.jm);
 	free(c.ea_seen);
+	free(c.cand);
 	ext2fs_close_free(&c.fs);
 	return rc;
 }

@@ -171,6 +171,8 @@ struct stats {
 	uint64_t leaf_neighbours;	/* btrfs: inodes listed only for sharing
 					   a changed leaf */
 	uint64_t dirs_walked, entries_walked, files_mapped;
+	int full_scan;			/* ext4: every inode had to be scanned */
+	char cache[160];		/* what the name cache did */
 	double phase[PH_NR];
 	const char *method;
 	char note[256];
@@ -200,6 +202,8 @@ struct resolver {
 	uint64_t dev_bytes;
 	uint32_t dev_lbs;	/* logical block size for O_DIRECT */
 	char fstype[32];	/* from libblkid */
+	char fs_uuid[48];	/* from libblkid */
+	uint8_t chj_uuid[16];	/* of the chj metadata */
 
 	/* the mount */
 	char *mnt;		/* absolute, no trailing '/' except "/" */
@@ -244,6 +248,7 @@ int raw_read(struct resolver *r, void *buf, size_t len, uint64_t off);
 /* walk.c: the namespace under the mount. */
 struct walk_entry {
 	int dirfd;		/* open directory holding the entry */
+	uint64_t dir_ino;	/* its inode */
 	const char *name;	/* entry name */
 	const char *rel;	/* path relative to the mount */
 	uint64_t ino;
@@ -259,6 +264,15 @@ int walk_tree(struct resolver *r,
 	      int (*visit)(struct resolver *r, const struct walk_entry *e,
 			   void *ctx),
 	      void *ctx);
+
+/*
+ * names.c: every path of every listed inode (root 0), from the name cache
+ * updated from the changed directories, or from a walk (which rebuilds the
+ * cache).  With visit, always the walk (visit as for walk_tree).
+ */
+int resolve_names(struct resolver *r,
+		  int (*visit)(struct resolver *r, const struct walk_entry *e, void *ctx),
+		  void *ctx);
 
 /* fiemap.c: extents of an open file. */
 struct fext {

@@ -68,9 +68,12 @@ void stats_print(const struct resolver *r, FILE *f)
 			(unsigned long long)s->leaf_neighbours);
 	fputc('\n', f);
 	if (s->dirs_walked || s->files_mapped)
-		fprintf(f, "walk: %llu directories, %llu entries, %llu files mapped\n",
+		fprintf(f, "walk: %llu directories, %llu entries, %llu files mapped%s\n",
 			(unsigned long long)s->dirs_walked, (unsigned long long)s->entries_walked,
-			(unsigned long long)s->files_mapped);
+			(unsigned long long)s->files_mapped,
+			s->full_scan ? " (every inode scanned: a changed block's owner was not among the changed inodes)" : "");
+	if (s->cache[0])
+		fprintf(f, "name cache: %s\n", s->cache);
 	if (s->note[0])
 		fprintf(f, "note: %s\n", s->note);
 	fputs("time:", f);

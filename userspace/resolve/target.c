@@ -150,6 +150,7 @@ int target_read_changes(struct resolver *r)
 	}
 	chj_meta_close(m);
 	in = chj_changes_info(ch);
+	memcpy(r->chj_uuid, in->sb.uuid, sizeof(r->chj_uuid));
 	r->current_epoch = in->sb.current_epoch;
 	r->oldest_epoch = in->sb.oldest_epoch;
 	r->region_bytes = in->sb.region_sectors << CHJ_SECTOR_SHIFT;
@@ -241,10 +242,12 @@ static int probe_type(struct resolver *r)
 	if (!pr)
 		return rx_fail(r, RX_ERROR, "%s: cannot probe: %s", r->dev_path, strerror(errno));
 	blkid_probe_enable_superblocks(pr, 1);
-	blkid_probe_set_superblocks_flags(pr, BLKID_SUBLKS_TYPE);
+	blkid_probe_set_superblocks_flags(pr, BLKID_SUBLKS_TYPE | BLKID_SUBLKS_UUID);
 	rc = blkid_do_safeprobe(pr);
 	if (rc == 0 && !blkid_probe_lookup_value(pr, "TYPE", &type, NULL) && type)
 		snprintf(r->fstype, sizeof(r->fstype), "%s", type);
+	if (rc == 0 && !blkid_probe_lookup_value(pr, "UUID", &type, NULL) && type)
+		snprintf(r->fs_uuid, sizeof(r->fs_uuid), "%s", type);
 	blkid_free_probe(pr);
 	if (rc == -2)
 		return rx_fail(r, RX_FULL_SCAN, "%s: ambiguous filesystem signatures",

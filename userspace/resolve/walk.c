@@ -51,6 +51,7 @@ int walk_tree(struct resolver *r,
 	if (fstat(r->mnt_fd, &st))
 		return rx_fail(r, RX_ERROR, "%s: %s", r->mnt, strerror(errno));
 	e.dirfd = r->mnt_fd;
+	e.dir_ino = st.st_ino;
 	e.name = ".";
 	e.rel = "";
 	e.ino = st.st_ino;
@@ -80,7 +81,7 @@ int walk_tree(struct resolver *r,
 			free(dir);
 			break;
 		}
-		if (statx(fd, "", AT_EMPTY_PATH, STATX_MNT_ID, &sx) ||
+		if (statx(fd, "", AT_EMPTY_PATH, STATX_MNT_ID | STATX_INO, &sx) ||
 		    sx.stx_mnt_id != r->mnt_id) {
 			/* Another filesystem is mounted here. */
 			close(fd);
@@ -110,6 +111,7 @@ int walk_tree(struct resolver *r,
 				memcpy(rel, d->d_name, nl + 1);
 			}
 			e.dirfd = fd;
+			e.dir_ino = sx.stx_ino;
 			e.name = d->d_name;
 			e.rel = rel;
 			e.ino = d->d_ino;

@@ -468,7 +468,7 @@ static int resolve(struct xctx *x)
 	r->st.phase[PH_ANALYZE] = now_sec() - r->t0 - r->st.phase[PH_SYNC] - r->st.phase[PH_MAP];
 
 	t = now_sec();
-	rc = walk_tree(r, use_walk ? walk_visit : NULL, x);
+	rc = use_walk ? walk_tree(r, walk_visit, x) : resolve_names(r, NULL, NULL);
 	r->st.phase[PH_WALK] = now_sec() - t;
 	if (rc)
 		return rc;
