@@ -20,7 +20,7 @@ run chj status demo
 say "2. A filesystem on it, filled with a real tree"
 # Initialise inode tables and journal now, not lazily after mount: lazy
 # init writes them later, and chj (rightly) reports their inodes changed.
-mkfs.ext4 -q -E lazy_itable_init=0,lazy_journal_init=0 /dev/mapper/demo
+mkfs.ext4 -q -b 4096 -E lazy_itable_init=0,lazy_journal_init=0 /dev/mapper/demo
 mkdir -p $M
 # noatime: otherwise the backup's reads update atimes, which really are
 # inode changes, and chj reports every inode read as changed.
