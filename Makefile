@@ -27,7 +27,7 @@ all: module userspace tests bench-tools
 help:
 	@echo 'make              build dm-chj.ko and the userspace tools'
 	@echo 'make deps         install build and test packages with apt-get'
-	@echo 'make check        unit tests, then every VM test; ends "N passed, N failed"'
+	@echo 'make check        checkpatch, sparse, unit tests, then every VM test; ends "N passed, N failed"'
 	@echo 'make check-unit   Check unit tests (plain, then ASan+UBSan)'
 	@echo 'make check-vm T=name   one VM test (tests/vm/name.sh); no T = all'
 	@echo 'make demo         boot the VM and show chj at work'
@@ -59,7 +59,8 @@ bench-tools:
 deps:
 	scripts/install-deps
 
-check: all
+# Kernel-style lint first (seconds), then the unit and VM tests.
+check: all checkpatch sparse
 	scripts/run-checks
 
 check-unit: userspace
@@ -71,8 +72,13 @@ check-vm: all
 checkpatch:
 	scripts/checkpatch-module
 
+# Fails on any sparse warning (make C=2 itself does not).
 sparse:
-	$(MAKE) -C $(KDIR) M=$(CURDIR)/dm-target C=2 modules
+	@mkdir -p build
+	@$(MAKE) -C $(KDIR) M=$(CURDIR)/dm-target C=2 modules >build/sparse.log 2>&1 || \
+		{ cat build/sparse.log; exit 1; }
+	@if grep -E '(warning|error):' build/sparse.log; then echo "sparse: not clean" >&2; exit 1; fi
+	@echo "sparse: clean"
 
 demo: all
 	scripts/vm-test demo
