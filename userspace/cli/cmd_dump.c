@@ -1,8 +1,24 @@
 // SPDX-License-Identifier: GPL-2.0 OR MIT
 /* chj dump: superblocks, journal records per epoch, current marks. */
 #include <string.h>
+#include <time.h>
 
 #include "cli.h"
+
+/* Seconds since 1970 as "N (YYYY-MM-DD HH:MM:SS UTC)". */
+static const char *when(uint64_t secs, char *buf, size_t len)
+{
+	time_t t = (time_t)secs;
+	struct tm tm;
+	char iso[32];
+
+	if ((uint64_t)t != secs || !gmtime_r(&t, &tm) ||
+	    !strftime(iso, sizeof(iso), "%Y-%m-%d %H:%M:%S UTC", &tm))
+		snprintf(buf, len, "%llu", (unsigned long long)secs);
+	else
+		snprintf(buf, len, "%llu (%s)", (unsigned long long)secs, iso);
+	return buf;
+}
 
 static const char *copy_state(const struct chj_sb_copies *cp, unsigned i)
 {
@@ -12,7 +28,7 @@ static const char *copy_state(const struct chj_sb_copies *cp, unsigned i)
 static void human(const struct chj_dump *d, const char *path)
 {
 	const struct chj_sb *sb = &d->sb;
-	char uuid[37], h1[32], h2[32];
+	char uuid[37], h1[32], h2[32], t1[64], t2[64];
 
 	chj_uuid_str(sb->uuid, uuid);
 	printf("%s: chj metadata version %u\n", path, CHJ_VERSION);
@@ -38,8 +54,9 @@ static void human(const struct chj_dump *d, const char *path)
 	       (unsigned long long)(sb->journal_tail - sb->journal_head),
 	       (unsigned long long)sb->journal_blocks,
 	       d->journal_ok ? "" : " DAMAGED: run chj check");
-	printf("  format time       %llu\n  epoch start time  %llu\n",
-	       (unsigned long long)sb->format_time, (unsigned long long)sb->epoch_start_time);
+	printf("  format time       %s\n  epoch start time  %s\n",
+	       when(sb->format_time, t1, sizeof(t1)),
+	       when(sb->epoch_start_time, t2, sizeof(t2)));
 	printf("\n%10s %10s %10s %12s\n", "EPOCH", "BLOCKS", "EXTENTS", "REGIONS");
 	for (size_t i = 0; i < d->nr_epochs; i++)
 		printf("%10llu %10llu %10llu %12llu\n",
