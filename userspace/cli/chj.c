@@ -35,8 +35,9 @@ const struct chj_cmd chj_cmds[] = {
 	  "show epochs, marks and journal use of tracked devices",
 	  "Show each chj device (all of them without NAME): region size, current\n"
 	  "and oldest retained epoch, regions marked in the current epoch, journal\n"
-	  "use and mode (ok, or fail after a metadata write error).  Warns when an\n"
-	  "origin is mounted directly, bypassing the tracker.\n"
+	  "use and mode (ok, or fail after a metadata write error).  Warns on\n"
+	  "stderr when writes can bypass the tracker: another device (a leftover\n"
+	  "dm-linear, say) also uses an origin, or an origin is mounted directly.\n"
 	  "\n"
 	  "  --json   JSON output: {\"chj\": [{...}, ...]}\n",
 	  EXIT_USAGE },

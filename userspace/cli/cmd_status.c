@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR MIT
 /* chj status: a libsmartcols table (or JSON) of chj devices. */
+#include <dirent.h>
 #include <libsmartcols.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,23 +82,84 @@ static int print_table(const struct row *rows, size_t n, int json)
 	return rc;
 }
 
-/* Warn about an origin mounted directly: its writes bypass the tracker. */
-static void warn_direct_mounts(const struct row *r)
+/* Where block device dev is mounted (the first mount), or 0 if it is not. */
+static int mounted_at(dev_t dev, char *mnt, size_t len)
 {
 	FILE *f = fopen("/proc/self/mountinfo", "re");
-	char line[4096];
+	char line[4096], m[2048];
+	int found = 0;
 
-	while (f && fgets(line, sizeof(line), f)) {
+	while (f && !found && fgets(line, sizeof(line), f)) {
 		unsigned maj, min;
-		char mnt[2048];
 
-		if (sscanf(line, "%*d %*d %u:%u %*s %2047s", &maj, &min, mnt) == 3 &&
-		    makedev(maj, min) == r->t.origin)
-			fprintf(stderr, "chj: warning: %s: its origin is mounted directly at %s; writes there are not tracked\n",
-				r->name, mnt);
+		if (sscanf(line, "%*d %*d %u:%u %*s %2047s", &maj, &min, m) == 3 &&
+		    makedev(maj, min) == dev) {
+			snprintf(mnt, len, "%s", m);
+			found = 1;
+		}
 	}
 	if (f)
 		fclose(f);
+	return found;
+}
+
+/* The first line of a sysfs file, without its newline; 0 if read. */
+static int read_sysfs(const char *path, char *buf, size_t len)
+{
+	FILE *f = fopen(path, "re");
+	int ok = f && fgets(buf, (int)len, f);
+
+	if (f)
+		fclose(f);
+	if (!ok)
+		return -1;
+	buf[strcspn(buf, "\n")] = 0;
+	return 0;
+}
+
+/*
+ * Warn about ways to write the origin that bypass the tracker.  The kernel
+ * refuses to mount the origin itself while dm-chj holds it (an exclusive
+ * claim), but device-mapper devices share one claim: another dm device over
+ * the origin (a leftover dm-linear, kpartx) is allowed and writes past
+ * dm-chj.  So: every holder of the origin other than NAME itself, and, in
+ * case a kernel lets it happen, a mount of the origin.
+ */
+static void warn_bypass(const struct row *r)
+{
+	char dir[96], path[600], name[256], dev[64], shown[300], mnt[2048];
+	struct dirent *de;
+	DIR *d;
+
+	if (mounted_at(r->t.origin, mnt, sizeof(mnt)))
+		fprintf(stderr, "chj: warning: %s: its origin is mounted directly at %s; writes there are not tracked\n",
+			r->name, mnt);
+	snprintf(dir, sizeof(dir), "/sys/dev/block/%u:%u/holders",
+		 major(r->t.origin), minor(r->t.origin));
+	d = opendir(dir);
+	while (d && (de = readdir(d))) {
+		unsigned maj, min;
+		int is_dm;
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s/dm/name", dir, de->d_name);
+		is_dm = !read_sysfs(path, name, sizeof(name));
+		if (is_dm && !strcmp(name, r->name))
+			continue;
+		if (is_dm)
+			snprintf(shown, sizeof(shown), "/dev/mapper/%s", name);
+		else
+			snprintf(shown, sizeof(shown), "/dev/%s", de->d_name);
+		snprintf(path, sizeof(path), "%s/%s/dev", dir, de->d_name);
+		mnt[0] = 0;
+		if (!read_sysfs(path, dev, sizeof(dev)) && sscanf(dev, "%u:%u", &maj, &min) == 2)
+			mounted_at(makedev(maj, min), mnt, sizeof(mnt));
+		fprintf(stderr, "chj: warning: %s: %s also uses its origin%s%s; writes through it are not tracked\n",
+			r->name, shown, mnt[0] ? " and is mounted at " : "", mnt);
+	}
+	if (d)
+		closedir(d);
 }
 
 static int collect(char **names, size_t n, struct row *rows)
@@ -149,7 +211,7 @@ int cmd_status(int argc, char **argv)
 		rc = EXIT_ERROR;
 	}
 	for (size_t i = 0; !rc && i < n; i++)
-		warn_direct_mounts(&rows[i]);
+		warn_bypass(&rows[i]);
 	free(rows);
 	if (listed)
 		chj_free_names(names, n);
