@@ -42,6 +42,9 @@ module:
 		echo "chj: no kernel build tree found (install linux-headers-amd64, or set KDIR=)" >&2; exit 1; fi
 	@echo "  MODULE  dm-chj for $(KVER) ($(KDIR))"
 	$(MAKE) -C $(KDIR) M=$(CURDIR)/dm-target modules
+	@# modpost's generated dm-chj.mod.c is compiled by now; drop it so that
+	@# dm-target/*.c is our sources only (checkpatch dm-target/*.c).
+	@rm -f dm-target/dm-chj.mod.c
 
 userspace:
 	$(MAKE) -C userspace
@@ -77,6 +80,7 @@ sparse:
 	@mkdir -p build
 	@$(MAKE) -C $(KDIR) M=$(CURDIR)/dm-target C=2 modules >build/sparse.log 2>&1 || \
 		{ cat build/sparse.log; exit 1; }
+	@rm -f dm-target/dm-chj.mod.c
 	@if grep -E '(warning|error):' build/sparse.log; then echo "sparse: not clean" >&2; exit 1; fi
 	@echo "sparse: clean"
 
