@@ -4,17 +4,18 @@
 
   fstruth.py snap ROOT OUT
       Record every path under ROOT (not crossing mounts): type, inode, size,
-      mode, uid, gid, nlink, mtime, xattrs, a content hash (files), the
-      target (symlinks) and the sorted entry names (directories).
+      mode, uid, gid, nlink, mtime, ctime, xattrs, a content hash (files),
+      the target (symlinks) and the sorted entry names (directories).
 
-  fstruth.py check BEFORE AFTER RESOLVE_OUT --mount M [--json] [--writes F]
+  fstruth.py check BEFORE AFTER RESOLVE_OUT... --mount M [--writes F] [--snap]
       The truly changed set: every path of AFTER that is new, names another
       inode, or whose record differs, and every directory whose entries
-      changed.  Fails (exit 1) if any of it is missing from chj-resolve's
-      output (-0 or --json).  Prints the false positives (listed but
-      unchanged) and the precision.  With --writes F (lines "PATH OFFSET
-      LENGTH", PATH relative to M), the --json ranges of PATH must cover
-      every such byte range.
+      changed.  Fails (exit 1) if any of it is missing from one of
+      chj-resolve's outputs (-0 or --json, told apart by their first
+      byte).  Prints the false positives (listed but unchanged) and the
+      precision.  With --writes F (lines "PATH OFFSET LENGTH", PATH relative
+      to M), the ranges of PATH in each --json output must cover every such
+      byte range.  --snap: first snapshot M into AFTER (one process less).
 
   fstruth.py diffimg A B [UNIT] > ranges
       Sector ranges ("START LEN") of the UNIT-byte blocks (default 4096)
@@ -81,6 +82,7 @@ def record(root, rel, st):
     r = {
         "ino": st.st_ino, "mode": st.st_mode, "uid": st.st_uid,
         "gid": st.st_gid, "nlink": st.st_nlink, "mtime": st.st_mtime_ns,
+        "ctime": st.st_ctime_ns,
         "xattrs": xattrs(path),
     }
     if stat.S_ISREG(st.st_mode):
@@ -90,6 +92,10 @@ def record(root, rel, st):
         r["target"] = os.fsdecode(os.readlink(path))
     elif stat.S_ISDIR(st.st_mode):
         r["entries"] = sorted(os.fsdecode(e) for e in os.listdir(os.fsencode(path)))
+        if st.st_ino == 2 and rel:
+            # btrfs's stand-in for a subvolume nested in a snapshot: made
+            # up in memory, with the time it was (re)instantiated.
+            del r["mtime"], r["ctime"]
     return r
 
 
@@ -125,7 +131,7 @@ def snap(root, out):
             if stat.S_ISDIR(st.st_mode):
                 stack.append(rel)
     with open(out, "w") as f:
-        json.dump(recs, f, sort_keys=True)
+        f.write(json.dumps(recs, sort_keys=True))    # the C encoder: dump() is not
     print(f"snap: {len(recs)} paths under {root}")
 
 
@@ -134,11 +140,13 @@ def load(p):
         return json.load(f)
 
 
-def resolve_output(path, mount, is_json):
-    """Relative paths (and JSON records) from chj-resolve's output."""
+def resolve_output(path, mount):
+    """Relative paths (and JSON records) from chj-resolve's output; whether
+    it is JSON."""
     mount = os.path.abspath(mount)
     listed, recs = set(), {}
     data = open(path, "rb").read()
+    is_json = data[:1] == b"{"
     if is_json:
         for line in data.decode("utf-8", "surrogateescape").splitlines():
             if not line.strip():
@@ -162,7 +170,7 @@ def resolve_output(path, mount, is_json):
         rel.add(r)
         if p in recs:
             relrecs[r] = recs[p]
-    return rel, relrecs
+    return rel, relrecs, is_json
 
 
 def covered(ranges, off, length):
@@ -176,7 +184,7 @@ def covered(ranges, off, length):
     return pos >= end
 
 
-def check(before, after, out, mount, is_json, writes):
+def check(before, after, outs, mount, writes):
     b, a = load(before), load(after)
     truth = {}
     by_ino = {}
@@ -203,7 +211,14 @@ def check(before, after, out, mount, is_json, writes):
         elif rb != ra:
             diff = sorted(k for k in set(ra) | set(rb) if ra.get(k) != rb.get(k))
             truth[rel] = "changed " + ",".join(diff)
-    listed, recs = resolve_output(out, mount, is_json)
+    ok = True
+    for out in outs:
+        ok = check_one(truth, a, out, mount, writes) and ok
+    return 0 if ok else 1
+
+
+def check_one(truth, a, out, mount, writes):
+    listed, recs, is_json = resolve_output(out, mount)
     missing = sorted(set(truth) - listed)
     fp = sorted(p for p in listed - set(truth) if p in a)
     gone = sorted(p for p in listed if p not in a)
@@ -211,7 +226,7 @@ def check(before, after, out, mount, is_json, writes):
     for p in missing:
         print(f"MISSING: /{p}: {truth[p]}")
         ok = False
-    if writes:
+    if writes and is_json:
         for line in open(writes):
             p, off, ln = line.split()
             r = recs.get(p)
@@ -223,11 +238,12 @@ def check(before, after, out, mount, is_json, writes):
                 print(f"UNCOVERED: /{p}: bytes {off}+{ln} not in its ranges")
                 ok = False
     prec = len(truth) / len(listed) if listed else 1.0
-    print(f"check: truly changed {len(truth)}, listed {len(listed)}, missing {len(missing)}, "
-          f"false positives {len(fp)}, listed but gone {len(gone)}, precision {prec:.2f}")
+    print(f"check {os.path.basename(out)}: truly changed {len(truth)}, listed {len(listed)}, "
+          f"missing {len(missing)}, false positives {len(fp)}, listed but gone {len(gone)}, "
+          f"precision {prec:.2f}")
     if fp:
         print("false positives (first 20): " + " ".join("/" + p for p in fp[:20]))
-    return 0 if ok else 1
+    return ok
 
 
 def diffimg(pa, pb, region=4096):
@@ -266,10 +282,14 @@ def main():
         snap(a[1], a[2])
     elif a[:1] == ["diffimg"] and len(a) in (3, 4):
         diffimg(a[1], a[2], int(a[3]) if len(a) == 4 else 4096)
-    elif a[:1] == ["check"] and len(a) >= 6 and a[4] == "--mount":
-        is_json = "--json" in a[6:]
-        writes = a[a.index("--writes") + 1] if "--writes" in a else None
-        sys.exit(check(a[1], a[2], a[3], a[5], is_json, writes))
+    elif a[:1] == ["check"] and "--mount" in a[4:] and a.index("--mount") + 1 < len(a):
+        m = a.index("--mount")
+        writes = None
+        if "--writes" in a[m:]:
+            writes = a[a.index("--writes") + 1]
+        if "--snap" in a[m:]:
+            snap(a[m + 1], a[2])
+        sys.exit(check(a[1], a[2], a[3:m], a[m + 1], writes))
     else:
         sys.exit(__doc__)
 

@@ -4,12 +4,15 @@
 # dm-chj: the change map is the difference between images of the device
 # taken before and after the workload (a subset of what dm-chj would mark,
 # which is all the resolver may rely on), passed through CHJ_RESOLVE_CHANGES.
+# Two rounds of the workload (tests/resolve/workload.py), each checked
+# against its own "checkpoint"; then both rounds against the first.
 #
 #   tests/resolve/host-check.sh ext4|xfs|xfs-normap|btrfs [MKFS_OPTION...]
 # HOST_WRAP_FILES=N creates N files after the checkpoint, touches them all
 # HOST_WRAP_ROUNDS (40) times with a sync each time, and deletes half:
 # enough to wrap an XFS log of 64 MiB since the checkpoint.
-# Needs root and loop devices.  Work files go to $TMPDIR (default /tmp).
+# Needs root and loop devices.  Work files go to $TMPDIR (default /tmp);
+# KEEP=1 keeps them.  Prints "precision FS ROUND VALUE" lines.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -36,9 +39,9 @@ truncate -s "${HOST_DEV_MB:-640}M" "$img"
 loop=$(losetup -f --show "$img")
 case $fs in
 ext4) mkfs.ext4 -q "$@" "$loop" ;;
-xfs) mkfs.xfs -q -f -m rmapbt=1 "$@" "$loop" ;;
-xfs-normap) mkfs.xfs -q -f -m rmapbt=0 "$@" "$loop" ;;
-btrfs) mkfs.btrfs -q -f "$@" "$loop" ;;
+xfs) mkfs.xfs -q -f -m rmapbt=1,reflink=1 "$@" "$loop"; export WL_NEED_CLONE=1 ;;
+xfs-normap) mkfs.xfs -q -f -m rmapbt=0,reflink=1 "$@" "$loop"; export WL_NEED_CLONE=1 ;;
+btrfs) mkfs.btrfs -q -f "$@" "$loop"; export WL_NEED_CLONE=1 ;;
 *) echo "unknown filesystem $fs" >&2; exit 2 ;;
 esac
 mkdir -p "$mnt"
@@ -48,10 +51,52 @@ opts=
 # shellcheck disable=SC2086
 mount $opts "$loop" "$mnt"
 
+# image NAME: a consistent image of the device (the "checkpoint").
+image() {
+	sync
+	fsfreeze -f "$mnt"
+	cp --sparse=always "$img" "$work/$1.img"
+	fsfreeze -u "$mnt"
+}
+
+# changes FROM TO: the change map between two images.
+changes() {
+	# btrfs writes tree blocks (16 KiB) whole: mark whole nodes.
+	local unit=4096
+	[ "$fs" = btrfs ] && unit=16384
+	python3 "$TRUTH" diffimg "$work/$1.img" "$work/$2.img" $unit >"$work/changes-$1-$2"
+	echo "changed ranges $1 -> $2: $(wc -l <"$work/changes-$1-$2")"
+}
+
+# check NAME CHANGES BEFORE AFTER WRITES: resolve with the map CHANGES and
+# compare with the ground truth between snapshots BEFORE and AFTER.
+check() {
+	local n=$1 ch=$work/$2 rc=0
+	echo "--- resolve $n"
+	CHJ_RESOLVE_CHANGES=$ch "$RESOLVE" --stats --json "$loop" >"$work/$n.json" 2>"$work/$n.stats" || rc=$?
+	cat "$work/$n.stats"
+	CHJ_RESOLVE_CHANGES=$ch "$RESOLVE" -0 "$loop" >"$work/$n.out0" || rc=$?
+	CHJ_RESOLVE_CHANGES=$ch "$RESOLVE" "$loop" >"$work/$n.txt" || rc=$?
+	[ $rc = 0 ] || { echo "chj-resolve exited $rc"; exit 1; }
+	# The cache (used above where it applies) gives what a walk gives.
+	CHJ_RESOLVE_CACHE=off CHJ_RESOLVE_CHANGES=$ch "$RESOLVE" -0 "$loop" >"$work/$n.out0-walk"
+	cmp "$work/$n.out0" "$work/$n.out0-walk" || { echo "name cache and walk disagree"; exit 1; }
+	python3 "$TRUTH" check "$work/$3.json" "$work/$4.json" "$work/$n.out0" "$work/$n.json" \
+		--mount "$mnt" --writes "$work/$5" | tee "$work/$n.check"
+	[ "${PIPESTATUS[0]}" = 0 ] || { echo "FAIL: $n misses changes or ranges"; exit 1; }
+	sed -n "s/^check $n.json: .* precision /precision $fs $n /p" "$work/$n.check"
+	# The escaped line output names the same paths as -0.
+	n0=$(tr -cd '\0' <"$work/$n.out0" | wc -c)
+	nl=$(wc -l <"$work/$n.txt")
+	[ "$n0" = "$nl" ] || { echo "line output has $nl paths, -0 has $n0"; exit 1; }
+	grep -q '^\\.*new\\nline$' "$work/$n.txt" || { echo "escaped newline name missing"; exit 1; }
+}
+
 echo "--- populate"
 wl_populate "$mnt"
 sync
-python3 "$TRUTH" snap "$mnt" "$work/before.json"
+# Read every file as the snapshot does: its atime updates are written now.
+find "$mnt" -xdev -type f -exec head -qc1 {} + >/dev/null
 # A last small change before the checkpoint, so that the populate is not
 # what the transaction spanning the checkpoint holds (see resolve.md).
 echo settle >"$mnt/.settle"
@@ -59,17 +104,14 @@ echo settle >"$mnt/.settle"
 [ "$fs" = btrfs ] && btrfs -q subvolume create "$mnt/settled" && echo s >"$mnt/settled/s"
 sync
 python3 "$TRUTH" snap "$mnt" "$work/before.json"
-# The "checkpoint": a consistent image of the device.
-fsfreeze -f "$mnt"
-cp --sparse=always "$img" "$work/before.img"
-fsfreeze -u "$mnt"
+image c1
 # A first run (no change) builds the name cache as the tree is now.
 export CHJ_RESOLVE_CACHE_DIR=$work/cache
 mkdir -m 700 "$CHJ_RESOLVE_CACHE_DIR"
 : >"$work/nochange"
 CHJ_RESOLVE_CHANGES=$work/nochange "$RESOLVE" "$loop" >/dev/null
 
-echo "--- modify"
+echo "--- modify, round 1"
 if [ -n "${HOST_WRAP_FILES:-}" ]; then
 	# Enough metadata traffic to wrap the log since the "checkpoint":
 	# every round relogs every inode.
@@ -81,33 +123,19 @@ if [ -n "${HOST_WRAP_FILES:-}" ]; then
 	done
 	(cd "$mnt/wrap" && ls | sed -n 'p;n' | xargs rm)
 fi
-wl_modify "$mnt" "$work/writes"
-sync
-cp --sparse=always "$img" "$work/after.img"
-# btrfs writes tree blocks (16 KiB) whole: mark whole nodes.
-unit=4096
-[ "$fs" = btrfs ] && unit=16384
-python3 "$TRUTH" diffimg "$work/before.img" "$work/after.img" $unit >"$work/changes"
-echo "changed ranges: $(wc -l <"$work/changes")"
+wl_modify "$mnt" "$work/writes1" 1
+image c2
+changes c1 c2
+python3 "$TRUTH" snap "$mnt" "$work/after1.json"
+check round1 changes-c1-c2 before after1 writes1
 
-echo "--- resolve"
-rc=0
-CHJ_RESOLVE_CHANGES=$work/changes "$RESOLVE" --stats --json "$loop" >"$work/out.json" 2>"$work/stats" || rc=$?
-cat "$work/stats"
-CHJ_RESOLVE_CHANGES=$work/changes "$RESOLVE" -0 "$loop" >"$work/out0" || rc=$?
-CHJ_RESOLVE_CHANGES=$work/changes "$RESOLVE" "$loop" >"$work/out.txt" || rc=$?
-[ $rc = 0 ] || { echo "chj-resolve exited $rc"; exit 1; }
-grep "name cache" "$work/stats" || true
-# The cache (used above where it applies) gives what a walk gives.
-CHJ_RESOLVE_CACHE=off CHJ_RESOLVE_CHANGES=$work/changes "$RESOLVE" -0 "$loop" >"$work/out0-walk"
-cmp "$work/out0" "$work/out0-walk" || { echo "name cache and walk disagree"; exit 1; }
-python3 "$TRUTH" snap "$mnt" "$work/after.json"
-python3 "$TRUTH" check "$work/before.json" "$work/after.json" "$work/out0" --mount "$mnt"
-python3 "$TRUTH" check "$work/before.json" "$work/after.json" "$work/out.json" --mount "$mnt" \
-	--json --writes "$work/writes"
-# The escaped line output names the same paths as -0.
-n0=$(tr -cd '\0' <"$work/out0" | wc -c)
-nl=$(wc -l <"$work/out.txt")
-[ "$n0" = "$nl" ] || { echo "line output has $nl paths, -0 has $n0"; exit 1; }
-grep -q '^\\.*new\\nline$' "$work/out.txt" || { echo "escaped newline name missing"; exit 1; }
-echo "PASS host-check $fs"
+echo "--- modify, round 2 (after a second checkpoint)"
+wl_modify "$mnt" "$work/writes2" 2
+image c3
+changes c2 c3
+changes c1 c3
+python3 "$TRUTH" snap "$mnt" "$work/after2.json"
+check round2 changes-c2-c3 after1 after2 writes2
+cat "$work/writes1" "$work/writes2" >"$work/writes12"
+check rounds12 changes-c1-c3 before after2 writes12
+echo "PASS host-check $fs $*"

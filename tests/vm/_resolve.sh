@@ -26,18 +26,54 @@ rexpect() {
 	[ "$rc" = "$want" ] || { cat "$CHJ_OUT/last.err"; fail "$* exited $rc, expected $want"; }
 }
 
+# check_truth [--snap] BEFORE AFTER WRITES OUT...: the ground truth between
+# two snapshots in $CHJ_OUT must be a subset of each OUT (chj-resolve -0 or
+# --json output), whose JSON ranges must cover the ranges in $CHJ_OUT/WRITES;
+# the precision of each goes to $CHJ_OUT/precision.  --snap takes the AFTER
+# snapshot first.
+check_truth() {
+	local snap='' b a w log
+	[ "$1" = --snap ] && { snap=--snap; shift; }
+	b=$1 a=$2 w=$3
+	shift 3
+	log=$CHJ_OUT/check-$(basename "$1").txt
+	python3 "$TRUTH" check "$CHJ_OUT/$b.json" "$CHJ_OUT/$a.json" "$@" --mount "$mnt_" \
+		--writes "$CHJ_OUT/$w" ${snap:+"$snap"} | tee "$log"
+	[ "${PIPESTATUS[0]}" = 0 ] || fail "$*: misses changes or ranges"
+	sed -n "s/^check \(.*\): .* precision /precision \1 /p" "$log" >>"$CHJ_OUT/precision"
+}
+
+# resolve_json OUT ARGS...: chj-resolve --json --stats ARGS into OUT,
+# statistics into OUT.stats (printed).
+resolve_json() {
+	local o=$1 rc=0 t0 t1
+	shift
+	t0=$(date +%s.%N)
+	CHJ_RESOLVE_DEBUG=1 "$RESOLVE" --json --stats "$@" >"$o" 2>"$o.stats" || rc=$?
+	t1=$(date +%s.%N)
+	cat "$o.stats"
+	[ $rc = 0 ] || fail "chj-resolve --json $* exited $rc"
+	rlog "resolve took $(echo "$t1 - $t0" | bc) s"
+}
+
 # resolve_truth_test NAME MNT: NAME is a chj device holding a fresh
-# filesystem mounted on MNT.  Populate, checkpoint, modify, resolve, compare.
-# The test may define extra_populate MNT, extra_settle MNT (the last change
-# before the checkpoint) and extra_modify MNT.
+# filesystem mounted on MNT.  Populate, checkpoint, modify, resolve, compare;
+# then a second checkpoint and round of changes, checked since the second
+# checkpoint (the default epoch) and since the first.  The test may define
+# extra_populate MNT, extra_settle MNT (the last change before the
+# checkpoint), extra_modify MNT and extra_modify2 MNT (round 2).
 resolve_truth_test() {
-	local name=$1 mnt=$2 e out=$CHJ_OUT t0 t1
+	local name=$1 mnt=$2 e e2 out=$CHJ_OUT
+	mnt_=$mnt
+	: >"$out/precision"
 	rlog "populate"
 	wl_populate "$mnt"
 	# Filesystem-specific additions (defined by the test, optional).
 	if declare -F extra_populate >/dev/null; then extra_populate "$mnt"; fi
 	sync
-	python3 "$TRUTH" snap "$mnt" "$out/before.json"
+	# Read every file as the snapshot does, so that the atime updates
+	# that brings are written now, not after the checkpoint.
+	find "$mnt" -xdev -type f -exec head -qc1 {} + >/dev/null
 	# A last small change before the checkpoint, so that the populate is
 	# not what the transaction spanning the checkpoint holds (btrfs lists
 	# the inodes of that transaction that share a changed leaf).
@@ -48,32 +84,20 @@ resolve_truth_test() {
 	e=$("$CHJ" checkpoint "$name")
 	# A backup right after the checkpoint: builds the name cache.
 	"$RESOLVE" --since "$e" "$name" >/dev/null
-	rlog "checkpoint: epoch $e; modify"
-	wl_modify "$mnt" "$out/writes"
+	rlog "checkpoint: epoch $e; modify (round 1)"
+	wl_modify "$mnt" "$out/writes" 1
 	if declare -F extra_modify >/dev/null; then extra_modify "$mnt"; fi
 	sync
 	rlog "resolve since $e"
-	t0=$(date +%s.%N)
-	CHJ_RESOLVE_DEBUG=1 "$RESOLVE" --since "$e" --json --stats "$name" >"$out/out.json" 2>"$out/stats.txt" ||
-		{ cat "$out/stats.txt"; fail "chj-resolve --json exited $?"; }
-	t1=$(date +%s.%N)
-	cat "$out/stats.txt"
-	rlog "resolve took $(echo "$t1 - $t0" | bc) s"
+	resolve_json "$out/out.json" --since "$e" "$name"
 	"$RESOLVE" --since "$e" -0 "/dev/mapper/$name" >"$out/out0"
 	"$RESOLVE" "$name" >"$out/out.txt"	# default: since the current epoch
 	# With the name cache (where it applies) as with a walk.
 	CHJ_RESOLVE_CACHE=off "$RESOLVE" --since "$e" -0 "$name" >"$out/out0-walk"
 	cmp "$out/out0" "$out/out0-walk" || fail "name cache and walk disagree"
-	grep "name cache" "$out/stats.txt" || true
-	python3 "$TRUTH" snap "$mnt" "$out/after.json"
-	rlog "ground truth: -0 output"
-	python3 "$TRUTH" check "$out/before.json" "$out/after.json" "$out/out0" --mount "$mnt" |
-		tee "$out/check0.txt"
-	grep -q '^check: .* missing 0,' "$out/check0.txt" || fail "-0 output misses changes"
-	rlog "ground truth: --json output and the image's write ranges"
-	python3 "$TRUTH" check "$out/before.json" "$out/after.json" "$out/out.json" --mount "$mnt" \
-		--json --writes "$out/writes" | tee "$out/check-json.txt"
-	[ "${PIPESTATUS[0]}" = 0 ] || fail "--json output misses changes or ranges"
+	grep "name cache" "$out/out.json.stats" || true
+	rlog "ground truth: -0 and --json output, the written ranges"
+	check_truth --snap before after writes "$out/out0" "$out/out.json"
 	# Same set in every format; the default epoch is the current one (= e).
 	assert_eq "$(tr -cd '\0' <"$out/out0" | wc -c)" "$(wc -l <"$out/out.txt")" "paths, -0 vs lines"
 	assert_eq "$(wc -l <"$out/out.json")" "$(wc -l <"$out/out.txt")" "paths, json vs lines"
@@ -84,12 +108,65 @@ resolve_truth_test() {
 	rlog "after fsfreeze: found at home, not in the journal or log"
 	fsfreeze -f "$mnt"
 	fsfreeze -u "$mnt"
-	CHJ_RESOLVE_DEBUG=1 "$RESOLVE" --since "$e" --json --stats "$name" >"$out/out-frozen.json" 2>"$out/stats-frozen.txt" ||
-		{ cat "$out/stats-frozen.txt"; fail "chj-resolve after the freeze exited $?"; }
-	grep -E '^(attributed|journal|listed):' "$out/stats-frozen.txt"
-	python3 "$TRUTH" check "$out/before.json" "$out/after.json" "$out/out-frozen.json" --mount "$mnt" \
-		--json --writes "$out/writes" | tee "$out/check-frozen.txt"
-	[ "${PIPESTATUS[0]}" = 0 ] || fail "after the freeze: output misses changes or ranges"
+	resolve_json "$out/out-frozen.json" --since "$e" "$name"
+	check_truth before after writes "$out/out-frozen.json"
+
+	# Round 2, after a second checkpoint.  (The snapshot's atime updates
+	# are written before it.)
+	sync
+	e2=$("$CHJ" checkpoint "$name")
+	rlog "checkpoint: epoch $e2; modify (round 2)"
+	wl_modify "$mnt" "$out/writes2" 2
+	if declare -F extra_modify2 >/dev/null; then extra_modify2 "$mnt"; fi
+	sync
+	rlog "resolve (default epoch: $e2)"
+	resolve_json "$out/out2.json" "$name"
+	grep -q "since epoch $e2," "$out/out2.json.stats" || fail "the default epoch is not $e2"
+	"$RESOLVE" -0 "$name" >"$out/out2-0"
+	CHJ_RESOLVE_CACHE=off "$RESOLVE" -0 "$name" >"$out/out2-0-walk"
+	cmp "$out/out2-0" "$out/out2-0-walk" || fail "round 2: name cache and walk disagree"
+	check_truth --snap after after2 writes2 "$out/out2-0" "$out/out2.json"
+	rlog "resolve since $e: both rounds"
+	cat "$out/writes" "$out/writes2" >"$out/writes12"
+	resolve_json "$out/out12.json" --since "$e" "$name"
+	check_truth before after2 writes12 "$out/out12.json"
+	cat "$out/precision"
+}
+
+# resolve_progress NAME: with stderr a terminal, a long run shows progress
+# there (CHJ_RESOLVE_PROGRESS_AFTER=0 makes any run long) and stdout is
+# the same; with stderr not a terminal, no progress line.
+resolve_progress() {
+	local name=$1 out=$CHJ_OUT
+	rlog "progress on a terminal"
+	"$RESOLVE" "$name" >"$out/plain.txt" 2>"$out/plain.err"
+	script -qec "env CHJ_RESOLVE_PROGRESS_AFTER=0 CHJ_RESOLVE_CACHE=off $RESOLVE $name >$out/tty.txt" \
+		"$out/tty.log" >/dev/null
+	cat -v "$out/tty.log"
+	grep -q 'walking .*entries' "$out/tty.log" || fail "no progress line on a terminal"
+	cmp "$out/plain.txt" "$out/tty.txt" || fail "stdout differs when stderr is a terminal"
+	CHJ_RESOLVE_PROGRESS_AFTER=0 CHJ_RESOLVE_CACHE=off "$RESOLVE" "$name" 2>"$out/notty.err" >/dev/null
+	[ ! -s "$out/notty.err" ] || fail "progress printed to a stderr that is not a terminal"
+}
+
+# resolve_xfs RMAPBT METHOD: the truth test on XFS made with rmapbt=RMAPBT,
+# which chj-resolve must read with METHOD (GETFSMAP or FIEMAP).
+resolve_xfs() {
+	local rmap=$1 method=$2 mnt=/tmp/mnt
+	# The workload's reflinks must share blocks here.
+	export WL_NEED_CLONE=1
+	mkdir -p $mnt
+	"$CHJ" create x /dev/vda /dev/vdb
+	mkfs.xfs -q -f -m "rmapbt=$rmap,reflink=1" /dev/mapper/x
+	mount /dev/mapper/x $mnt
+	resolve_truth_test x $mnt
+	grep -q "method XFS: $method" "$CHJ_OUT/out.json.stats" || fail "rmapbt=$rmap: not read with $method"
+	# Entries the log rewrote are listed for their names (RENAME_EXCHANGE
+	# writes neither inode; the truth check holds the exchanged ones).
+	grep -q '"reasons": \[[^]]*"name"' "$CHJ_OUT/out.json" || fail "no entry listed for its name"
+	umount $mnt
+	"$CHJ" remove x
+	log "ok"
 }
 
 # resolve_exit_tests NAME MNT DEV: the "full scan needed" and error exits.

@@ -2,9 +2,10 @@
 # chj-resolve on btrfs over the real target (DUP metadata, single data):
 # every truly changed file and directory is listed (ground truth from
 # before/after snapshots), across subvolumes, a nested subvolume and a
-# snapshot taken after the checkpoint, with reflinks; the --json ranges
-# cover every write into a sparse VM image; a filesystem on two devices
-# exits 3 ("full scan needed").  Mounted noatime, as btrfs usually is.
+# snapshot taken after the checkpoint, with reflinks, over two epochs; the
+# --json ranges cover every write (scattered ones into a sparse VM image
+# among them); a filesystem on two devices exits 3 ("full scan needed").
+# Mounted noatime, as btrfs usually is.
 # vm-disks: 64M 1G 256M
 # vm-timeout: 300
 # shellcheck source=tests/vm/lib.sh disable=SC1091
@@ -45,13 +46,25 @@ extra_modify() {
 	echo changed >>"$m/snap/b"
 }
 
+# Round 2: in the snapshot, a subvolume and a nested one.
+extra_modify2() {
+	local m=$1
+	echo again >>"$m/sv/b"
+	rm "$m/snap/a"
+	mv "$m/sv/dir" "$m/sv/dir2"
+	cp --reflink=always "$m/sv/dir2/c" "$m/snap/c-copy"
+	echo z >"$m/sv/inner/z"
+}
+
+# The workload's reflinks must share blocks here.
+export WL_NEED_CLONE=1
 mnt=/tmp/mnt
 mkdir -p $mnt
 "$CHJ" create b /dev/vda /dev/vdb
 mkfs.btrfs -q -f /dev/mapper/b
 mount -o noatime /dev/mapper/b $mnt
 resolve_truth_test b $mnt
-grep -q "method btrfs" "$CHJ_OUT/stats.txt" || fail "unexpected method"
+grep -q "method btrfs" "$CHJ_OUT/out.json.stats" || fail "unexpected method"
 
 log "exit 3: a second device joins the filesystem"
 btrfs -q device add -f /dev/vdc $mnt

@@ -1,9 +1,11 @@
 #!/bin/bash
 # chj-resolve on ext4 over the real target: every file and directory that
 # truly changed (ground truth from before/after snapshots of the tree) is
-# listed, the --json ranges cover every write into a sparse VM image, and
-# the exits: future epoch, wrong mount, not mounted, epoch no longer
-# retained, fail mode ("full scan needed", nothing on stdout).
+# listed, over two epochs, the --json ranges cover every write (scattered
+# ones into a sparse VM image among them); progress on a terminal; and the
+# exits: future epoch, wrong mount, not mounted, epoch no longer retained,
+# fail mode ("full scan needed", nothing on stdout).  resolve-ext4-inline:
+# the same with inline data.
 # vm-disks: 64M 1G 128M
 # vm-timeout: 300
 # shellcheck source=tests/vm/lib.sh disable=SC1091
@@ -19,6 +21,7 @@ mkdir -p $mnt
 mkfs.ext4 -q /dev/mapper/r
 mount /dev/mapper/r $mnt
 resolve_truth_test r $mnt
+resolve_progress r
 resolve_exit_tests r $mnt /dev/mapper/r
 umount $mnt
 "$CHJ" remove r
@@ -38,17 +41,24 @@ done
 rexpect 3 "$RESOLVE" --since 1 s
 grep -q "full scan needed" "$CHJ_OUT/last.err" || fail "no 'full scan needed'"
 [ ! -s "$CHJ_OUT/last.out" ] || fail "exit 3 printed paths"
-rexpect 0 "$RESOLVE" --since "$(st s old)" s
+old=$(st s old)
+rexpect 0 "$RESOLVE" --since "$old" s
 
-log "exit 3: fail mode"
-# The metadata device starts failing: the next first write fails the target.
+log "exit 3: fail mode, entered during chj-resolve's own sync"
+# Dirty data in fresh regions, then the metadata device starts failing: the
+# writes of chj-resolve's syncfs fail the target (and the syncfs).
+head -c 1M /dev/urandom >"$mnt/dirty"
 dmsetup suspend smeta
 dmsetup load smeta --table "0 128 error"
 dmsetup resume smeta
+rexpect 3 "$RESOLVE" s
+grep -q "fail mode" "$CHJ_OUT/last.err" || fail "no 'fail mode' reason"
+[ ! -s "$CHJ_OUT/last.out" ] || fail "exit 3 printed paths"
+log "exit 3: fail mode"
 dd if=/dev/urandom of=/dev/mapper/s bs=4096 count=1 seek=20000 oflag=direct conv=notrunc \
 	status=none 2>/dev/null || true
 assert_eq fail "$(status_mode s)" "mode after a metadata write error"
-rexpect 3 "$RESOLVE" s
+rexpect 3 "$RESOLVE" --since "$old" s
 grep -q "fail mode" "$CHJ_OUT/last.err" || fail "no 'fail mode' reason"
 [ ! -s "$CHJ_OUT/last.out" ] || fail "exit 3 printed paths"
 umount $mnt || umount -l $mnt

@@ -44,11 +44,19 @@ static int run(struct resolver *r)
 		return rc;
 	/*
 	 * Dirty data and metadata reach the device, and so the change map,
-	 * only when written back: sync first, then read the map.
+	 * only when written back: sync first, then read the map.  A target in
+	 * fail mode errors writes, so the sync fails there: say why.
 	 */
+	rc = target_check_mode(r);
+	if (rc)
+		return rc;
 	t = now_sec();
-	if (syncfs(r->mnt_fd))
-		return rx_fail(r, RX_ERROR, "syncfs %s: %s", r->mnt, strerror(errno));
+	if (syncfs(r->mnt_fd)) {
+		int e = errno;
+
+		rc = target_check_mode(r);
+		return rc ? rc : rx_fail(r, RX_ERROR, "syncfs %s: %s", r->mnt, strerror(e));
+	}
 	r->st.phase[PH_SYNC] = now_sec() - t;
 	if (!strcmp(r->fstype, "btrfs") && (rc = btrfs_before_map(r)))
 		return rc;
@@ -94,6 +102,7 @@ int main(int argc, char **argv)
 		return rc < 0 ? (fflush(stdout) ? RX_ERROR : RX_OK) : rc;
 	setvbuf(stdout, obuf, _IOFBF, sizeof(obuf));
 	r.tty = isatty(2);
+	r.progress_after = -1;
 	r.t0 = now_sec();
 	rc = run(&r);
 	progress_done(&r);

@@ -90,7 +90,9 @@ enum {
 	RSN_MAPPING	= 1 << 4,	/* extent map (tree) blocks */
 	RSN_JOURNAL	= 1 << 5,	/* found through the journal or log */
 	RSN_TREE	= 1 << 6,	/* btrfs: items in a changed tree leaf */
-	RSN_NR		= 7,
+	RSN_NAME	= 1 << 7,	/* an entry of a changed directory that may
+					   name another inode than before */
+	RSN_NR		= 8,
 };
 const char *reason_name(unsigned bit);
 
@@ -170,6 +172,8 @@ struct stats {
 					   made before the epoch */
 	uint64_t leaf_neighbours;	/* btrfs: inodes listed only for sharing
 					   a changed leaf */
+	uint64_t name_entries;		/* XFS: inodes listed only for an entry
+					   of a changed directory */
 	uint64_t dirs_walked, entries_walked, files_mapped;
 	int full_scan;			/* ext4: every inode had to be scanned */
 	char cache[160];		/* what the name cache did */
@@ -225,6 +229,7 @@ struct resolver {
 	/* progress */
 	int tty;
 	double t0, last_progress;
+	double progress_after;	/* seconds; < 0 until read */
 	int progress_shown;
 
 	/* error message for main */
@@ -241,6 +246,8 @@ int resolve_parse_args(struct resolver *r, int argc, char **argv);
 int target_open(struct resolver *r);
 int target_find_mount(struct resolver *r);
 int target_read_changes(struct resolver *r);
+/* RX_FULL_SCAN if the target is in fail mode, else RX_OK (or an error). */
+int target_check_mode(struct resolver *r);
 
 /* rawio.c: O_DIRECT reads of the device at any byte offset and length. */
 int raw_read(struct resolver *r, void *buf, size_t len, uint64_t off);

@@ -9,7 +9,7 @@
 
 static const char *const reason_names[RSN_NR] = {
 	"data", "inode", "directory", "xattr", "extent-map", "journal",
-	"tree-leaf",
+	"tree-leaf", "name",
 };
 
 const char *reason_name(unsigned bit)

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR MIT
 /* --stats report and the progress line. */
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -63,6 +64,9 @@ void stats_print(const struct resolver *r, FILE *f)
 	if (s->writeback_dropped)
 		fprintf(f, "; %llu inodes written back for changes older than the epoch were left out (not in the log since)",
 			(unsigned long long)s->writeback_dropped);
+	if (s->name_entries)
+		fprintf(f, "; %llu inodes listed only for an entry of a changed directory (it may name another inode than before)",
+			(unsigned long long)s->name_entries);
 	if (s->leaf_neighbours)
 		fprintf(f, "; %llu inodes sharing a changed tree leaf were left out (inode item older than the epoch)",
 			(unsigned long long)s->leaf_neighbours);
@@ -92,8 +96,17 @@ void progress(struct resolver *r, const char *fmt, ...)
 	if (!r->tty)
 		return;
 	t = now_sec();
-	/* Only for long work, and not more than 5 times a second. */
-	if (t - r->t0 < 1.0 || t - r->last_progress < 0.2)
+	/* Only for long work (CHJ_RESOLVE_PROGRESS_AFTER seconds, default 1,
+	 * for tests), and not more than 5 times a second. */
+	if (r->progress_after < 0) {
+		const char *v = getenv("CHJ_RESOLVE_PROGRESS_AFTER");
+		char *end = NULL;
+
+		r->progress_after = v && *v ? strtod(v, &end) : 1.0;
+		if (!end || *end || !(r->progress_after >= 0))
+			r->progress_after = 1.0;
+	}
+	if (t - r->t0 < r->progress_after || t - r->last_progress < 0.2)
 		return;
 	r->last_progress = t;
 	fputs("\r\033[K", stderr);

@@ -119,6 +119,16 @@ static int check_mode(struct resolver *r, struct chj_dm_status *s)
 	return RX_OK;
 }
 
+int target_check_mode(struct resolver *r)
+{
+	struct chj_dm_status s;
+
+	if (changes_file())
+		return RX_OK;
+	chj_dm_init();
+	return check_mode(r, &s);
+}
+
 int target_read_changes(struct resolver *r)
 {
 	struct chj_error e = { 0 };

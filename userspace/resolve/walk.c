@@ -129,7 +129,7 @@ int walk_tree(struct resolver *r,
 				xgrow((void **)&stack, &cap, n + 1, sizeof(*stack));
 				stack[n++] = xstrdup(rel);
 			}
-			if (!(r->st.entries_walked & 4095))
+			if (!(r->st.entries_walked & 255))
 				progress(r, "walking %s: %llu directories, %llu entries", r->mnt,
 					 (unsigned long long)r->st.dirs_walked,
 					 (unsigned long long)r->st.entries_walked);

@@ -16,7 +16,12 @@
  *    block map only changes when blocks are allocated, freed or converted,
  *    which writes the inode (block counts, extent counts, times) or the
  *    data itself.
+ *  - Names: besides every path of every listed inode, the entries of the
+ *    changed directories that may name another inode than at the epoch
+ *    (entry_names): RENAME_EXCHANGE swaps two entries without writing
+ *    either inode.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/fiemap.h>
@@ -24,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "resolve.h"
@@ -155,6 +161,9 @@ struct xctx {
 	size_t nseen, seencap;
 	int log_complete;		/* every change since the epoch is in
 					   what the log reported */
+	uint64_t *entry_inos;		/* written into directory entries by
+					   the log's transactions: sorted */
+	size_t nentry_inos;
 };
 
 static void log_inode(void *ctx, uint64_t ino, unsigned reasons)
@@ -401,6 +410,107 @@ static int drop_writeback(const struct item *it)
 	return 1;
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t p = *(const uint64_t *)a, q = *(const uint64_t *)b;
+
+	return (p > q) - (p < q);
+}
+
+static int entry_ino_logged(const struct xctx *x, uint64_t ino)
+{
+	size_t lo = 0, hi = x->nentry_inos;
+
+	while (lo < hi) {
+		size_t m = lo + (hi - lo) / 2;
+
+		if (x->entry_inos[m] < ino)
+			lo = m + 1;
+		else
+			hi = m;
+	}
+	return lo < x->nentry_inos && x->entry_inos[lo] == ino;
+}
+
+/*
+ * An entry can come to name another inode without that inode changing:
+ * XFS's RENAME_EXCHANGE (xfs_cross_rename) of two files rewrites both
+ * entries and neither inode (an ordinary rename sets the ctime of the
+ * inode it moves).  So the entries of every listed directory are listed
+ * too (the path only: the inode itself did not change), unless the entry's
+ * inode number was written into no directory entry since the epoch: with
+ * the whole log since the epoch read, that is every number in the logged
+ * parts of directory blocks and short-form directories.  Without it, every
+ * entry of a listed directory is listed.
+ */
+static int entry_names(struct xctx *x)
+{
+	struct resolver *r = x->r;
+	char **dirs = NULL, *rel = NULL;
+	size_t nd = 0, dcap = 0, rcap = 0;
+
+	for (size_t i = 0; i < r->res.cap; i++) {
+		struct item *it = r->res.tab[i];
+		struct stat st;
+
+		if (!it || !it->reasons || !it->npaths || it->root)
+			continue;
+		if (it->type == FT_UNKNOWN &&
+		    !fstatat(r->mnt_fd, *it->paths[0] ? it->paths[0] : ".", &st, AT_SYMLINK_NOFOLLOW))
+			it->type = ftype_from_mode(st.st_mode);
+		if (it->type != FT_DIR)
+			continue;
+		xgrow((void **)&dirs, &dcap, nd + 1, sizeof(*dirs));
+		dirs[nd++] = xstrdup(it->paths[0]);
+	}
+	for (size_t i = 0; i < nd; i++) {
+		int fd = openat(r->mnt_fd, *dirs[i] ? dirs[i] : ".",
+				O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		size_t dl = strlen(dirs[i]);
+		struct dirent *de;
+		DIR *dp;
+
+		if (fd < 0)
+			continue;	/* gone since: a change after the sync */
+		dp = fdopendir(fd);
+		if (!dp) {
+			close(fd);
+			continue;
+		}
+		while ((errno = 0, de = readdir(dp))) {
+			size_t nl = strlen(de->d_name);
+			struct item *it;
+
+			if (de->d_name[0] == '.' &&
+			    (!de->d_name[1] || (de->d_name[1] == '.' && !de->d_name[2])))
+				continue;
+			if (x->log_complete && !entry_ino_logged(x, de->d_ino))
+				continue;
+			it = res_get(&r->res, 0, de->d_ino);
+			if (!it->reasons) {
+				it->reasons = RSN_NAME;
+				it->type = ftype_from_dtype(de->d_type);
+				r->st.name_entries++;
+			}
+			xgrow((void **)&rel, &rcap, dl + nl + 2, 1);
+			if (dl) {
+				memcpy(rel, dirs[i], dl);
+				rel[dl] = '/';
+				memcpy(rel + dl + 1, de->d_name, nl + 1);
+			} else {
+				memcpy(rel, de->d_name, nl + 1);
+			}
+			item_add_path(it, rel);
+		}
+		closedir(dp);
+	}
+	for (size_t i = 0; i < nd; i++)
+		free(dirs[i]);
+	free(dirs);
+	free(rel);
+	return RX_OK;
+}
+
 static int resolve(struct xctx *x)
 {
 	struct resolver *r = x->r;
@@ -435,11 +545,14 @@ static int resolve(struct xctx *x)
 	/* No log block written since the epoch: no metadata changed. */
 	x->log_complete = 1;
 	if (rs_overlaps(&x->chg, g->log_start, g->log_bytes)) {
-		struct xlog_out lo = { x, log_inode, log_range, 0, 0, 0, 0, 0 };
+		struct xlog_out lo = { x, log_inode, log_range, 0, 0, 0, 0, 0, NULL, 0, 0 };
 
 		rc = xlog_scan(r, g, &x->chg, &lo);
+		x->entry_inos = lo.entry_inos;
+		x->nentry_inos = lo.nentry_inos;
 		if (rc)
 			return rc;
+		qsort(x->entry_inos, x->nentry_inos, sizeof(*x->entry_inos), cmp_u64);
 		x->log_complete = lo.complete;
 		rs_normalize(&x->logbufs);
 		r->st.journal_trans = lo.transactions;
@@ -480,18 +593,27 @@ static int resolve(struct xctx *x)
 		r->st.attr[AT_UNKNOWN] = known < r->st.changed_bytes ? r->st.changed_bytes - known : 0;
 	}
 
+	for (size_t i = 0; i < r->res.cap; i++) {
+		struct item *it = r->res.tab[i];
+
+		if (it && x->log_complete && drop_writeback(it)) {
+			if (it->npaths)
+				r->st.writeback_dropped++;
+			item_drop(it);
+		}
+	}
+	t = now_sec();
+	rc = entry_names(x);
+	r->st.phase[PH_WALK] += now_sec() - t;
+	if (rc)
+		return rc;
+
 	t = now_sec();
 	for (size_t i = 0; i < r->res.cap; i++) {
 		struct item *it = r->res.tab[i];
 
-		if (!it)
+		if (!it || !it->reasons)
 			continue;
-		if (x->log_complete && drop_writeback(it)) {
-			if (it->npaths)
-				r->st.writeback_dropped++;
-			item_drop(it);
-			continue;
-		}
 		if (it->type == FT_DIR && (it->reasons & RSN_DATA)) {
 			it->reasons = (it->reasons & ~RSN_DATA) | RSN_DIRECTORY;
 			r->st.attr[AT_DATA] -= it->dbytes;
@@ -520,5 +642,6 @@ int xfs_resolve(struct resolver *r)
 	rs_free(&x.chg);
 	rs_free(&x.logbufs);
 	free(x.seen);
+	free(x.entry_inos);
 	return rc;
 }

@@ -37,6 +37,13 @@ struct xlog_out {
 	 * the epoch is among what was reported (XFS logs all of them).
 	 */
 	int complete;
+	/*
+	 * Every inode number that may have been written into a directory
+	 * entry by a transaction reported (unsorted, repeats; the caller
+	 * frees it).
+	 */
+	uint64_t *entry_inos;
+	size_t nentry_inos, entry_cap;
 };
 
 /* Transactions in changed log blocks: their inodes and buffer ranges. */

@@ -12,6 +12,11 @@
  *     range by the caller;
  *   - inode-create items: the new inode chunk's range;
  *   - bmap and attr intents: their inode.
+ * And the inode numbers written into directory entries: the logged parts
+ * of directory data blocks, and the data fork of inodes logged with it
+ * (short-form directories).  A RENAME_EXCHANGE rewrites two entries and
+ * writes neither inode (xfs_cross_rename): those numbers are how the
+ * caller finds the entries that may name another inode than before.
  * Other item types (extent-free, rmap and refcount intents and their done
  * items, quota) change no file by themselves; an unknown type stops
  * everything: "full scan needed".
@@ -82,7 +87,14 @@
 #define XFS_ILOG_ADATA		0x040
 #define XFS_ILOG_AEXT		0x080
 #define XFS_ILOG_ABROOT		0x100
+#define XFS_ILOG_DDATA		0x002
 #define XFS_BLF_CANCEL		0x4
+#define XFS_BLFT_SHIFT		11
+#define XFS_BLFT_MASK		0x1fu
+#define XFS_BLFT_UNKNOWN_BUF	0
+#define XFS_BLFT_DIR_BLOCK_BUF	10
+#define XFS_BLFT_DIR_DATA_BUF	11
+#define SCAN_MAX		(1u << 17)	/* > the largest directory block */
 
 #define FMT_MAX			65536u
 
@@ -128,6 +140,16 @@ struct xtrans {
 	struct pend_ino *inos;
 	size_t ninos, icap;
 	struct rangeset bufs;	/* device bytes */
+	/* The current item (known once its format region is decoded). */
+	unsigned cur_type, cur_blft;
+	uint32_t cur_fields;
+	/* A region whose contents are scanned for entry inode numbers:
+	 * SCAN_DIRDATA (8-byte aligned), SCAN_SHORTFORM (any offset). */
+	int scanning;
+	unsigned char *sbuf;
+	size_t slen, scap;
+	uint64_t *vals;
+	size_t nvals, vcap;
 	struct xtrans *next;
 };
 
@@ -162,6 +184,8 @@ static void free_trans(struct xlog *l, struct xtrans *t)
 		}
 	free(t->fmt);
 	free(t->inos);
+	free(t->sbuf);
+	free(t->vals);
 	rs_free(&t->bufs);
 	free(t);
 }
@@ -182,9 +206,11 @@ static int decode_item(struct xlog *l, struct xtrans *t)
 	const struct xfs_geo *g = l->g;
 	unsigned type;
 
+	t->cur_type = 0;
 	if (n < 4)
 		return 0;
 	type = le16(f);
+	t->cur_type = type;
 	switch (type) {
 	case XFS_LI_INODE: {
 		uint32_t fields;
@@ -198,6 +224,7 @@ static int decode_item(struct xlog *l, struct xtrans *t)
 		else
 			return rx_fail(l->r, RX_FULL_SCAN, "XFS log: short inode item (%zu bytes)", n);
 		fields = le32(f + 4);
+		t->cur_fields = fields;
 		if (fields & (XFS_ILOG_ADATA | XFS_ILOG_AEXT | XFS_ILOG_ABROOT))
 			rsn |= RSN_XATTR;
 		if (fields & (XFS_ILOG_DEXT | XFS_ILOG_DBROOT))
@@ -214,6 +241,8 @@ static int decode_item(struct xlog *l, struct xtrans *t)
 		flags = le16(f + 4);
 		len = le16(f + 6);
 		blkno = (int64_t)le64(f + 8);
+		t->cur_blft = flags & XFS_BLF_CANCEL ? XFS_BLFT_MASK :
+			      (unsigned)(flags >> XFS_BLFT_SHIFT) & XFS_BLFT_MASK;
 		/* A cancelled buffer was freed: nothing is written home. */
 		if (!(flags & XFS_BLF_CANCEL) && blkno >= 0 && len)
 			rs_add(&t->bufs, (uint64_t)blkno * BB, (uint64_t)len * BB);
@@ -257,10 +286,63 @@ static int decode_item(struct xlog *l, struct xtrans *t)
 	return rx_fail(l->r, RX_FULL_SCAN, "XFS log: unknown log item type 0x%x", type);
 }
 
+enum { SCAN_NONE, SCAN_DIRDATA, SCAN_SHORTFORM };
+
+static void push_val(struct xtrans *t, uint64_t v)
+{
+	if (!v)
+		return;
+	xgrow((void **)&t->vals, &t->vcap, t->nvals + 1, sizeof(*t->vals));
+	t->vals[t->nvals++] = v;
+}
+
+/*
+ * The inode numbers a scanned region may hold.  Directory data blocks
+ * (block, leaf and node form): entries are 8-byte aligned and begin with
+ * the 64-bit inode number, and a logged region starts at a 128-byte chunk
+ * of the block.  Short-form directories pack their entries with 4- or
+ * 8-byte numbers at any offset: every offset counts.  Extra values only
+ * cost false positives.
+ */
+static void scan_region(struct xtrans *t)
+{
+	const unsigned char *b = t->sbuf;
+
+	if (t->scanning && getenv("CHJ_RESOLVE_DEBUG"))
+		fprintf(stderr, "xfslog: tid %08x: item type %#x blft %u fields %#x region %u: %zu bytes scanned (magic %08x owner %llu)\n",
+			t->tid, t->cur_type, t->cur_blft, t->cur_fields, t->item_cnt, t->slen,
+			t->slen >= 48 ? be32(b) : 0, t->slen >= 48 ? (unsigned long long)be64(b + 40) : 0ull);
+
+	if (t->scanning == SCAN_DIRDATA) {
+		for (size_t o = 0; o + 8 <= t->slen; o += 8)
+			push_val(t, be64(b + o));
+	} else if (t->scanning == SCAN_SHORTFORM) {
+		for (size_t o = 0; o + 4 <= t->slen; o++) {
+			push_val(t, be32(b + o));
+			if (o + 8 <= t->slen)
+				push_val(t, be64(b + o));
+		}
+	}
+	t->scanning = SCAN_NONE;
+	t->slen = 0;
+}
+
+static void scan_append(struct xtrans *t, const unsigned char *d, size_t len)
+{
+	size_t take = len;
+
+	if (t->slen + take > SCAN_MAX)
+		take = SCAN_MAX - t->slen;
+	xgrow((void **)&t->sbuf, &t->scap, t->slen + take + 1, 1);
+	memcpy(t->sbuf + t->slen, d, take);
+	t->slen += take;
+}
+
 static int finish_region(struct xlog *l, struct xtrans *t)
 {
 	int rc = 0;
 
+	scan_region(t);
 	if (t->collecting)
 		rc = decode_item(l, t);
 	t->collecting = 0;
@@ -309,6 +391,17 @@ static int region_start(struct xlog *l, struct xtrans *t, const unsigned char *d
 		return 0;
 	}
 	t->item_cnt++;
+	/* Region 2 on of a directory data buffer; region 3 of an inode
+	 * is its data fork when logged (after the format and the core). */
+	if (t->cur_type == XFS_LI_BUF &&
+	    (t->cur_blft == XFS_BLFT_DIR_DATA_BUF || t->cur_blft == XFS_BLFT_DIR_BLOCK_BUF ||
+	     t->cur_blft == XFS_BLFT_UNKNOWN_BUF))
+		t->scanning = SCAN_DIRDATA;
+	else if (t->cur_type == XFS_LI_INODE && (t->cur_fields & XFS_ILOG_DDATA) &&
+		 t->item_cnt == 3)
+		t->scanning = SCAN_SHORTFORM;
+	if (t->scanning)
+		scan_append(t, d, len);
 	return 0;
 }
 
@@ -322,14 +415,16 @@ static void region_append(struct xtrans *t, const unsigned char *d, size_t len)
 	}
 	if (t->collecting)
 		collect(t, d, len);
+	else if (t->scanning)
+		scan_append(t, d, len);
 }
 
 static void emit(struct xlog *l, struct xtrans *t)
 {
 	if (getenv("CHJ_RESOLVE_DEBUG"))
-		fprintf(stderr, "xfslog: tid %08x touched %d: %zu inodes (first %llu), %zu buffer ranges\n",
+		fprintf(stderr, "xfslog: tid %08x touched %d: %zu inodes (first %llu), %zu buffer ranges, %zu entry inode numbers\n",
 			t->tid, t->touched, t->ninos,
-			t->ninos ? (unsigned long long)t->inos[0].ino : 0ull, t->bufs.n);
+			t->ninos ? (unsigned long long)t->inos[0].ino : 0ull, t->bufs.n, t->nvals);
 	if (!t->touched)
 		return;
 	l->out->transactions++;
@@ -338,6 +433,14 @@ static void emit(struct xlog *l, struct xtrans *t)
 	rs_normalize(&t->bufs);
 	for (size_t i = 0; i < t->bufs.n; i++)
 		l->out->range(l->out->ctx, t->bufs.v[i].start, t->bufs.v[i].len);
+	if (t->nvals) {
+		struct xlog_out *o = l->out;
+
+		xgrow((void **)&o->entry_inos, &o->entry_cap, o->nentry_inos + t->nvals,
+		      sizeof(*o->entry_inos));
+		memcpy(o->entry_inos + o->nentry_inos, t->vals, t->nvals * sizeof(*t->vals));
+		o->nentry_inos += t->nvals;
+	}
 }
 
 /* The ops of one unpacked record. */
