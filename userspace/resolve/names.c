@@ -21,6 +21,12 @@
  * /var/cache/chj-resolve), one file per chj metadata device, mode 0600;
  * CHJ_RESOLVE_CACHE=off disables it.  It is an optimisation only: a
  * missing, damaged or unwritable cache means a walk.
+ *
+ * Cost: a run with the cache reads the file whole (its names stay in the
+ * buffer read), looks up only the listed inodes' entries, and rewrites the
+ * file only when an entry changed; otherwise only its header (the epoch)
+ * is rewritten in place, and the header carries its own CRC, so a torn
+ * header means a walk, never a wrong epoch.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -34,7 +40,7 @@
 #include "resolve.h"
 
 #define NC_MAGIC	"CHJRNAM1"
-#define NC_VERSION	1u
+#define NC_VERSION	2u
 #define NC_HDR		128u
 
 struct nent {
@@ -49,6 +55,7 @@ struct ndir {
 	struct nent *e;
 	uint32_t n;
 	int fresh;		/* read in this run */
+	int stored;		/* loaded from the cache file */
 };
 
 struct names {
@@ -60,6 +67,14 @@ struct names {
 	size_t alen, acap;
 	uint64_t root;
 	uint64_t epoch;
+	/* Loaded from a file that still holds exactly these entries: only
+	 * the header needs rewriting. */
+	int loaded, dirty;
+	dev_t fdev;
+	ino_t fino;
+	off_t fsize;
+	uint64_t blen;
+	uint32_t bcrc;
 };
 
 /* ---- the in-memory cache ---- */
@@ -181,6 +196,17 @@ static void put64(unsigned char *p, uint64_t v)
 		p[i] = (unsigned char)(v >> (8 * i));
 }
 
+static void put32(unsigned char *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static uint32_t get32(const unsigned char *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
 static uint64_t get64(const unsigned char *p)
 {
 	uint64_t v = 0;
@@ -191,7 +217,7 @@ static uint64_t get64(const unsigned char *p)
 }
 
 /* The header: magic, version, chj uuid, fs uuid and type, epoch, root,
- * body length and its CRC-32C. */
+ * body length and its CRC-32C, and the CRC-32C of the header before it. */
 static void make_hdr(const struct resolver *r, const struct names *nc, uint64_t body_len,
 		     uint32_t crc, unsigned char *h)
 {
@@ -204,7 +230,8 @@ static void make_hdr(const struct resolver *r, const struct names *nc, uint64_t 
 	put64(h + 96, nc->epoch);
 	put64(h + 104, nc->root);
 	put64(h + 112, body_len);
-	put64(h + 120, crc);
+	put32(h + 120, crc);
+	put32(h + 124, chj_crc32c(h, 124));
 }
 
 static struct names *cache_load(struct resolver *r)
@@ -226,19 +253,23 @@ static struct names *cache_load(struct resolver *r)
 		goto bad;
 	blen = get64(h + 112);
 	make_hdr(r, &(struct names){ .epoch = get64(h + 96), .root = get64(h + 104) }, blen,
-		 (uint32_t)get64(h + 120), want);
-	if (memcmp(h, want, NC_HDR) || blen != (uint64_t)st.st_size - NC_HDR || blen > (1ull << 34))
+		 get32(h + 120), want);
+	/* Names are offsets into the body: at most 4 GiB of it. */
+	if (memcmp(h, want, NC_HDR) || blen != (uint64_t)st.st_size - NC_HDR || blen > UINT32_MAX)
 		goto bad;
 	body = xmalloc(blen + 1);
-	if (fread(body, 1, blen, f) != blen || chj_crc32c(body, blen) != (uint32_t)get64(h + 120))
+	if (fread(body, 1, blen, f) != blen || chj_crc32c(body, blen) != get32(h + 120))
 		goto bad;
 	nc = xcalloc(1, sizeof(*nc));
 	nc->epoch = get64(h + 96);
 	nc->root = get64(h + 104);
-	for (p = body, end = body + blen; p < end;) {
+	/* The body becomes the name arena: each name stays where it was read. */
+	nc->arena = (char *)body;
+	nc->alen = blen;
+	nc->acap = blen + 1;
+	for (p = body, body = NULL, end = p + blen; p < end;) {
 		uint64_t dino, n;
 		struct ndir *d;
-		size_t cap = 0;
 
 		if (end - p < 16)
 			goto bad;
@@ -248,6 +279,8 @@ static struct names *cache_load(struct resolver *r)
 		if (!dino || nc_find(nc, dino) || n > (uint64_t)(end - p) / 11)
 			goto bad;
 		d = nc_get(nc, dino);
+		d->stored = 1;
+		d->e = n ? xmalloc(n * sizeof(*d->e)) : NULL;
 		for (uint64_t i = 0; i < n; i++) {
 			size_t len;
 
@@ -257,11 +290,20 @@ static struct names *cache_load(struct resolver *r)
 			if (!len || len > 255 || (size_t)(end - p) < 11 + len ||
 			    memchr(p + 11, '/', len) || memchr(p + 11, 0, len))
 				goto bad;
-			nc_add(nc, d, &cap, get64(p), (const char *)p + 11, len, p[8]);
+			d->e[d->n].ino = get64(p);
+			d->e[d->n].name = (uint32_t)(p + 11 - (unsigned char *)nc->arena);
+			d->e[d->n].len = (uint16_t)len;
+			d->e[d->n].dtype = p[8];
+			d->n++;
 			p += 11 + len;
 		}
 	}
-	free(body);
+	nc->loaded = 1;
+	nc->fdev = st.st_dev;
+	nc->fino = st.st_ino;
+	nc->fsize = st.st_size;
+	nc->blen = blen;
+	nc->bcrc = get32(h + 120);
 	fclose(f);
 	return nc;
 bad:
@@ -270,6 +312,39 @@ bad:
 	fclose(f);
 	nc_free(nc);
 	return NULL;
+}
+
+/*
+ * The entries are those of the file loaded (no directory re-read found a
+ * change): rewrite its header in place, for the new epoch.  -1 when that
+ * cannot be done (the file was replaced meanwhile, ...): write it whole.
+ */
+static int cache_touch(struct resolver *r, struct names *nc)
+{
+	char path[4200];
+	unsigned char h[NC_HDR];
+	struct stat st;
+	int fd, ok;
+
+	cache_path(r, path, sizeof(path));
+	fd = open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	make_hdr(r, nc, nc->blen, nc->bcrc, h);
+	ok = !fstat(fd, &st) && S_ISREG(st.st_mode) && st.st_dev == nc->fdev &&
+	     st.st_ino == nc->fino && st.st_size == nc->fsize && st.st_uid == 0 &&
+	     !(st.st_mode & 077) && pwrite(fd, h, NC_HDR, 0) == (ssize_t)NC_HDR;
+	if (close(fd))
+		ok = 0;
+	if (!ok)
+		return -1;
+	{
+		size_t l = strlen(r->st.cache);
+
+		snprintf(r->st.cache + l, sizeof(r->st.cache) - l, "%sonly the header rewritten (epoch %llu)",
+			 l ? "; " : "", (unsigned long long)nc->epoch);
+	}
+	return 0;
 }
 
 /* Write the cache: only directories reachable from the root. */
@@ -284,6 +359,8 @@ static void cache_save(struct resolver *r, struct names *nc)
 	int fd;
 	FILE *f;
 
+	if (nc->loaded && !nc->dirty && !cache_touch(r, nc))
+		return;
 	cache_path(r, path, sizeof(path));
 	if (!dir || !*dir)
 		mkdir("/var/cache/chj-resolve", 0700);
@@ -484,6 +561,9 @@ static int reread(struct names *nc, struct dpar *p, struct ndir *d, int fd,
 	DIR *dp = fdopendir(fd);
 	struct dirent *de;
 	size_t cap = 0;
+	struct nent *old;
+	uint32_t oldn;
+	int err;
 
 	if (!dp) {
 		close(fd);
@@ -498,7 +578,8 @@ static int reread(struct names *nc, struct dpar *p, struct ndir *d, int fd,
 			if (dpar_get(p, d->e[k].ino, &pd, &idx) && pd == d->ino)
 				dpar_set(p, d->e[k].ino, 0, 0);
 		}
-	free(d->e);
+	old = d->e;
+	oldn = d->n;
 	d->e = NULL;
 	d->n = 0;
 	while ((errno = 0, de = readdir(dp))) {
@@ -525,9 +606,19 @@ static int reread(struct names *nc, struct dpar *p, struct ndir *d, int fd,
 			}
 		}
 	}
+	err = errno;
 	d->fresh = 1;
+	/* The same entries in the same order: the file need not be rewritten. */
+	if (d->n != oldn || !d->stored)
+		nc->dirty = 1;
+	for (uint32_t k = 0; k < d->n && !nc->dirty; k++)
+		if (d->e[k].ino != old[k].ino || d->e[k].dtype != old[k].dtype ||
+		    d->e[k].len != old[k].len ||
+		    memcmp(nc->arena + d->e[k].name, nc->arena + old[k].name, d->e[k].len))
+			nc->dirty = 1;
+	free(old);
 	closedir(dp);
-	return errno ? -1 : 0;
+	return err ? -1 : 0;
 }
 
 /*
@@ -617,7 +708,22 @@ static void cache_paths(struct resolver *r, struct names *nc, uint64_t *dropped)
 {
 	struct dpar p = { 0 };
 	struct item *rootit = res_find(&r->res, 0, nc->root);
+	/* A filter of the listed inodes: most entries are not among them. */
+	size_t fbits = 1 << 16;
+	uint64_t *filter;
 
+	while (fbits < r->res.n * 16 && fbits < ((size_t)1 << 30))
+		fbits *= 2;
+	filter = xcalloc(fbits / 64, sizeof(*filter));
+	for (size_t i = 0; i < r->res.cap; i++) {
+		const struct item *it = r->res.tab[i];
+
+		if (it && it->reasons && !it->root) {
+			size_t b = hslot(it->ino, fbits);
+
+			filter[b / 64] |= 1ull << (b % 64);
+		}
+	}
 	dpar_build(&p, nc);
 	if (rootit && rootit->reasons)
 		item_add_path(rootit, "");
@@ -627,11 +733,15 @@ static void cache_paths(struct resolver *r, struct names *nc, uint64_t *dropped)
 		int have_base = 0;
 
 		for (uint32_t k = 0; k < d->n; k++) {
-			struct item *it = res_find(&r->res, 0, d->e[k].ino);
+			size_t b = hslot(d->e[k].ino, fbits);
+			struct item *it;
 			char *rel;
 			size_t bl;
 			struct stat st;
 
+			if (!(filter[b / 64] & 1ull << (b % 64)))
+				continue;
+			it = res_find(&r->res, 0, d->e[k].ino);
 			if (!it || !it->reasons)
 				continue;
 			if (!have_base) {
@@ -658,6 +768,7 @@ static void cache_paths(struct resolver *r, struct names *nc, uint64_t *dropped)
 		}
 		free(base);
 	}
+	free(filter);
 	dpar_free(&p);
 }
 
