@@ -20,15 +20,16 @@ endif
 export KVER KDIR
 
 .PHONY: all module userspace tests deps check check-unit check-vm check-sanitize \
-	install clean demo help checkpatch sparse bench bench-tools
+	install clean demo help checkpatch sparse bench bench-tools check-host
 
 all: module userspace tests bench-tools
 
 help:
 	@echo 'make              build dm-chj.ko and the userspace tools'
 	@echo 'make deps         install build and test packages with apt-get'
-	@echo 'make check        checkpatch, sparse, unit tests, then every VM test; ends "N passed, N failed"'
+	@echo 'make check        checkpatch, sparse, unit tests, host tests, then every VM test; ends "N passed, N failed"'
 	@echo 'make check-unit   Check unit tests (plain, then ASan+UBSan)'
+	@echo 'make check-host   chj-resolve against ground truth on loop devices (root)'
 	@echo 'make check-vm T=name   one VM test (tests/vm/name.sh); no T = all'
 	@echo 'make demo         boot the VM and show chj at work'
 	@echo 'make bench        benchmarks into build/bench.db (see BENCHMARKS.md)'
@@ -68,6 +69,9 @@ check: all checkpatch sparse
 
 check-unit: userspace
 	scripts/run-checks --unit
+
+check-host: userspace
+	scripts/run-checks --host
 
 check-vm: all
 	scripts/run-checks --vm $(T)
