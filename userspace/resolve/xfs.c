@@ -449,6 +449,11 @@ static int entry_names(struct xctx *x)
 	char **dirs = NULL, *rel = NULL;
 	size_t nd = 0, dcap = 0, rcap = 0;
 
+	struct stat mst;
+	uint64_t *dino = NULL;
+
+	if (fstat(r->mnt_fd, &mst))
+		return rx_fail(r, RX_ERROR, "%s: %s", r->mnt, strerror(errno));
 	for (size_t i = 0; i < r->res.cap; i++) {
 		struct item *it = r->res.tab[i];
 		struct stat st;
@@ -461,6 +466,8 @@ static int entry_names(struct xctx *x)
 		if (it->type != FT_DIR)
 			continue;
 		xgrow((void **)&dirs, &dcap, nd + 1, sizeof(*dirs));
+		dino = xrealloc(dino, dcap * sizeof(*dino));
+		dino[nd] = it->ino;
 		dirs[nd++] = xstrdup(it->paths[0]);
 	}
 	for (size_t i = 0; i < nd; i++) {
@@ -468,10 +475,18 @@ static int entry_names(struct xctx *x)
 				O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		size_t dl = strlen(dirs[i]);
 		struct dirent *de;
+		struct stat st;
 		DIR *dp;
 
 		if (fd < 0)
 			continue;	/* gone since: a change after the sync */
+		/* The directory itself, not another filesystem mounted there
+		 * (its entries are listed under the mount point) or one that
+		 * replaced it since. */
+		if (fstat(fd, &st) || st.st_dev != mst.st_dev || st.st_ino != dino[i]) {
+			close(fd);
+			continue;
+		}
 		dp = fdopendir(fd);
 		if (!dp) {
 			close(fd);
@@ -507,6 +522,7 @@ static int entry_names(struct xctx *x)
 	for (size_t i = 0; i < nd; i++)
 		free(dirs[i]);
 	free(dirs);
+	free(dino);
 	free(rel);
 	return RX_OK;
 }
