@@ -848,7 +848,8 @@ static int cmd_targets(const char *tsel, const char *rsel, int md)
 			long files;
 			char fs[32];
 			const char *verdict;
-
+			char pb[16];
+			double pt;
 			int cold;
 
 			if (strncmp(c->target, "chj-resolve", 11) || strcmp(c->metric, "wall_s"))
@@ -867,6 +868,11 @@ static int cmd_targets(const char *tsel, const char *rsel, int md)
 				continue;
 			any = 1;
 			ratio_of(c, b, &q);	/* find / resolve */
+			/* Per-repetition ratio against 10 (one-sample t, two-sided). */
+			if (q.pr.n >= 2 && q.pr.sd > 0)
+				pt = stats_t_p2((q.pr.mean - 10) / (q.pr.sd / sqrt((double)q.pr.n)), q.pr.n - 1);
+			else
+				pt = NAN;
 			/* The target is set at 1M files: a smaller tree does not
 			 * decide it either way (find's cost grows with the tree). */
 			if (cold)
@@ -886,14 +892,15 @@ static int cmd_targets(const char *tsel, const char *rsel, int md)
 			else
 				missed++;
 			if (md)
-				printf("| %s, %ld files, %s%s | %s (1M files) | **%.2f×** | %.2f ± %.2f (%.2f..%.2f) | %zu | | %s%s%s |\n",
+				printf("| %s, %ld files, %s%s | %s (1M files) | **%.2f×** | %.2f ± %.2f (%.2f..%.2f) | %zu | %s | %s%s%s |\n",
 				       what, files, fs, cold ? ", first run" : ", steady state", tgt, q.r, q.pr.mean,
-				       q.pr.sd, q.min, q.max, q.pr.n,
+				       q.pr.sd, q.min, q.max, q.pr.n, fmt_p(pb, sizeof(pb), pt),
 				       strcmp(verdict, "met") && !cold ? "**" : "", verdict,
 				       strcmp(verdict, "met") && !cold ? "**" : "");
 			else
-				printf("%-22s %s: %s, %ld files%s: %.2fx (paired %.2f ± %.2f, n=%zu)  %s\n", what, tgt,
-				       fs, files, cold ? ", first run" : "", q.r, q.pr.mean, q.pr.sd, q.pr.n, verdict);
+				printf("%-22s %s: %s, %ld files%s: %.2fx (paired %.2f ± %.2f, %.2f..%.2f, n=%zu, p vs target %s)  %s\n",
+				       what, tgt, fs, files, cold ? ", first run" : "", q.r, q.pr.mean, q.pr.sd, q.min,
+				       q.max, q.pr.n, fmt_p(pb, sizeof(pb), pt), verdict);
 		}
 		if (!any) {
 			unmeasured++;
