@@ -81,9 +81,11 @@ check() {
 	# The cache (used above where it applies) gives what a walk gives.
 	CHJ_RESOLVE_CACHE=off CHJ_RESOLVE_CHANGES=$ch "$RESOLVE" -0 "$loop" >"$work/$n.out0-walk"
 	cmp "$work/$n.out0" "$work/$n.out0-walk" || { echo "name cache and walk disagree"; exit 1; }
-	python3 "$TRUTH" check "$work/$3.json" "$work/$4.json" "$work/$n.out0" "$work/$n.json" \
-		--mount "$mnt" --writes "$work/$5" | tee "$work/$n.check"
-	[ "${PIPESTATUS[0]}" = 0 ] || { echo "FAIL: $n misses changes or ranges"; exit 1; }
+	if ! python3 "$TRUTH" check "$work/$3.json" "$work/$4.json" "$work/$n.out0" "$work/$n.json" \
+		--mount "$mnt" --writes "$work/$5" | tee "$work/$n.check"; then
+		echo "FAIL: $n misses changes or ranges"
+		exit 1
+	fi
 	sed -n "s/^check $n.json: .* precision /precision $fs $n /p" "$work/$n.check"
 	# The escaped line output names the same paths as -0.
 	n0=$(tr -cd '\0' <"$work/$n.out0" | wc -c)
