@@ -42,27 +42,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "bytes.h"
 #include "resolve.h"
 
 #define MAX_DATA_EXTENT		(128ull << 20)	/* BTRFS_MAX_EXTENT_SIZE */
 #define SEARCH_BUF		(64u * 1024)
 #define LINO_MAX		(16u << 20)
 #define ITEM_HDR		sizeof(struct btrfs_ioctl_search_header)
-
-static uint16_t le16(const unsigned char *p)
-{
-	return (uint16_t)(p[0] | p[1] << 8);
-}
-
-static uint32_t le32(const unsigned char *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-static uint64_t le64(const unsigned char *p)
-{
-	return (uint64_t)le32(p) | (uint64_t)le32(p + 4) << 32;
-}
 
 struct stripe_map {
 	uint64_t phys, logical, len, type;

@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bytes.h"
 #include "jbd2.h"
 #include "resolve.h"
 
@@ -64,16 +65,6 @@ struct e4 {
 	uint64_t scanned, bad;
 	unsigned char *lvl[E4_MAX_DEPTH + 1];
 };
-
-static uint16_t le16(const unsigned char *p)
-{
-	return (uint16_t)(p[0] | p[1] << 8);
-}
-
-static uint32_t le32(const unsigned char *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
 
 /* ---- walking an inode's blocks ---- */
 

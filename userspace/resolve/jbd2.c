@@ -18,17 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bytes.h"
 #include "jbd2.h"
-
-static uint32_t be32(const unsigned char *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
-static uint16_t be16(const unsigned char *p)
-{
-	return (uint16_t)(p[0] << 8 | p[1]);
-}
 
 unsigned jbd2_tag_bytes(uint32_t incompat)
 {

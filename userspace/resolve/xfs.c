@@ -32,6 +32,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "bytes.h"
 #include "resolve.h"
 #include "xfs.h"
 
@@ -51,21 +52,6 @@
 #define XFS_FMR_OWN_REFC	FMR_OWNER('X', 6)
 #define XFS_FMR_OWN_COW		FMR_OWNER('X', 7)
 #define XFS_FMR_OWN_DEFECTIVE	FMR_OWNER('X', 8)
-
-static uint16_t be16(const unsigned char *p)
-{
-	return (uint16_t)(p[0] << 8 | p[1]);
-}
-
-static uint32_t be32(const unsigned char *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
-static uint64_t be64(const unsigned char *p)
-{
-	return (uint64_t)be32(p) << 32 | be32(p + 4);
-}
 
 static unsigned ilog2u(uint64_t v)
 {

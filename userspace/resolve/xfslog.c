@@ -42,6 +42,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bytes.h"
 #include "libchj.h"
 #include "resolve.h"
 #include "xfs.h"
@@ -97,31 +98,6 @@
 #define SCAN_MAX		(1u << 17)	/* > the largest directory block */
 
 #define FMT_MAX			65536u
-
-static uint32_t be32(const unsigned char *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
-static uint64_t be64(const unsigned char *p)
-{
-	return (uint64_t)be32(p) << 32 | be32(p + 4);
-}
-
-static uint16_t le16(const unsigned char *p)
-{
-	return (uint16_t)(p[0] | p[1] << 8);
-}
-
-static uint32_t le32(const unsigned char *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-static uint64_t le64(const unsigned char *p)
-{
-	return (uint64_t)le32(p) | (uint64_t)le32(p + 4) << 32;
-}
 
 struct pend_ino {
 	uint64_t ino;
