@@ -36,6 +36,7 @@
 #include <fcntl.h>
 #include <linux/btrfs.h>
 #include <linux/btrfs_tree.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -393,6 +394,26 @@ static int map_changes(struct bctx *b)
 
 /* ---- the extent tree over the changed logical ranges ---- */
 
+/*
+ * An extent or (skinny) metadata item: its length, generation and flags.
+ * False for any other item, or one too short to hold them.
+ */
+static bool extent_fields(const struct bctx *b, const struct btrfs_ioctl_search_header *h,
+			  const unsigned char *d, uint64_t *len, uint64_t *gen, uint64_t *flags)
+{
+	if (h->type == BTRFS_EXTENT_ITEM_KEY)
+		*len = h->offset;
+	else if (h->type == BTRFS_METADATA_ITEM_KEY)
+		*len = b->nodesize;
+	else
+		return false;
+	if (h->len < 24 || !*len)
+		return false;
+	*gen = le64(d + 8);
+	*flags = le64(d + 16);
+	return true;
+}
+
 static int extent_item(struct bctx *b, const struct btrfs_ioctl_search_header *h,
 		       const unsigned char *d, void *ctx)
 {
@@ -400,16 +421,8 @@ static int extent_item(struct bctx *b, const struct btrfs_ioctl_search_header *h
 	uint64_t start = h->objectid, len, flags, gen;
 
 	(void)ctx;
-	if (h->type == BTRFS_EXTENT_ITEM_KEY)
-		len = h->offset;
-	else if (h->type == BTRFS_METADATA_ITEM_KEY)
-		len = b->nodesize;
-	else
+	if (!extent_fields(b, h, d, &len, &gen, &flags))
 		return 0;
-	if (h->len < 24 || !len)
-		return 0;
-	gen = le64(d + 8);
-	flags = le64(d + 16);
 	if (!rs_overlaps(&b->lchg, start, len)) {
 		/* Near the changes, unchanged: written before the epoch. */
 		if ((flags & BTRFS_EXTENT_FLAG_TREE_BLOCK) && gen <= r->btrfs_gen &&
@@ -475,16 +488,8 @@ static int gen_item(struct bctx *b, const struct btrfs_ioctl_search_header *h,
 	uint64_t len, gen, flags;
 
 	(void)ctx;
-	if (h->type == BTRFS_METADATA_ITEM_KEY)
-		len = b->nodesize;
-	else if (h->type == BTRFS_EXTENT_ITEM_KEY)
-		len = h->offset;
-	else
+	if (!extent_fields(b, h, d, &len, &gen, &flags))
 		return 0;
-	if (h->len < 24 || !len)
-		return 0;
-	gen = le64(d + 8);
-	flags = le64(d + 16);
 	if ((flags & BTRFS_EXTENT_FLAG_TREE_BLOCK) && gen <= b->r->btrfs_gen &&
 	    gen > b->gen_before && !rs_covers(&b->lchg, h->objectid, len))
 		b->gen_before = gen;
