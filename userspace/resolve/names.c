@@ -26,7 +26,12 @@
  * buffer read), looks up only the listed inodes' entries, and rewrites the
  * file only when an entry changed; otherwise only its header (the epoch)
  * is rewritten in place, and the header carries its own CRC, so a torn
- * header means a walk, never a wrong epoch.
+ * header means a walk, never a wrong epoch.  Each listed path costs a stat
+ * (a lookup and, mostly, an inode read from disk), a walked entry only its
+ * share of a getdents: on a tree of at least WALK_MIN entries, when more
+ * than one entry in WALK_RATIO is listed, the walk is cheaper and runs
+ * instead (measured under TCG with cold caches: a stat costs 10-20 walked
+ * entries).  Both give the same answer.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -42,6 +47,8 @@
 #define NC_MAGIC	"CHJRNAM1"
 #define NC_VERSION	2u
 #define NC_HDR		128u
+#define WALK_MIN	65536u
+#define WALK_RATIO	16u
 
 struct nent {
 	uint64_t ino;
@@ -789,6 +796,21 @@ int resolve_names(struct resolver *r,
 			 (unsigned long long)nc->epoch, (unsigned long long)r->since);
 		nc_free(nc);
 		nc = NULL;
+	}
+	if (nc) {
+		size_t entries = 0, listed = 0;
+
+		for (size_t i = 0; i < nc->n; i++)
+			entries += nc->d[i].n;
+		for (size_t i = 0; i < r->res.cap; i++)
+			listed += r->res.tab[i] && r->res.tab[i]->reasons && !r->res.tab[i]->root;
+		if (entries >= WALK_MIN && listed > entries / WALK_RATIO) {
+			snprintf(r->st.cache, sizeof(r->st.cache),
+				 "not used: %zu inodes to name of %zu entries, a walk is cheaper: walked",
+				 listed, entries);
+			nc_free(nc);
+			nc = NULL;
+		}
 	}
 	if (nc) {
 		struct stat st;
