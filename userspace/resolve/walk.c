@@ -31,7 +31,8 @@ static void record(struct resolver *r, const struct walk_entry *e)
 {
 	struct item *it = res_find(&r->res, 0, e->ino);
 
-	if (!it)
+	/* Dropped items (no reason left) stay unnamed, as with the cache. */
+	if (!it || !it->reasons)
 		return;
 	item_add_path(it, e->rel);
 	if (it->type == FT_UNKNOWN)

@@ -396,6 +396,24 @@ static int drop_writeback(const struct item *it)
 	return 1;
 }
 
+/*
+ * Drop the items that are only home write-backs of changes older than the
+ * epoch (valid once the whole post-epoch log was read).  Counted when they
+ * would have been listed: unnamed yet (before naming), or with a path.
+ */
+static void drop_writebacks(struct resolver *r, int before_naming)
+{
+	for (size_t i = 0; i < r->res.cap; i++) {
+		struct item *it = r->res.tab[i];
+
+		if (!it || !it->reasons || !drop_writeback(it))
+			continue;
+		if (before_naming || it->npaths)
+			r->st.writeback_dropped++;
+		item_drop(it);
+	}
+}
+
 static int cmp_u64(const void *a, const void *b)
 {
 	uint64_t p = *(const uint64_t *)a, q = *(const uint64_t *)b;
@@ -582,6 +600,15 @@ static int resolve(struct xctx *x)
 	}
 	r->st.phase[PH_ANALYZE] = now_sec() - r->t0 - r->st.phase[PH_SYNC] - r->st.phase[PH_MAP];
 
+	/*
+	 * With GETFSMAP every reason is known before naming: drop the
+	 * write-backs of older changes now, so they cost no lookup.  The type
+	 * is not known yet (0, never FT_DIR), so this drops only what the
+	 * pass after naming would drop too.  The walk adds reasons as it goes:
+	 * there only the pass after it may drop.
+	 */
+	if (!use_walk && x->log_complete)
+		drop_writebacks(r, 1);
 	t = now_sec();
 	rc = use_walk ? walk_tree(r, walk_visit, x) : resolve_names(r, NULL, NULL);
 	r->st.phase[PH_WALK] = now_sec() - t;
@@ -595,15 +622,8 @@ static int resolve(struct xctx *x)
 		r->st.attr[AT_UNKNOWN] = known < r->st.changed_bytes ? r->st.changed_bytes - known : 0;
 	}
 
-	for (size_t i = 0; i < r->res.cap; i++) {
-		struct item *it = r->res.tab[i];
-
-		if (it && x->log_complete && drop_writeback(it)) {
-			if (it->npaths)
-				r->st.writeback_dropped++;
-			item_drop(it);
-		}
-	}
+	if (x->log_complete)
+		drop_writebacks(r, 0);
 	t = now_sec();
 	rc = entry_names(x);
 	r->st.phase[PH_WALK] += now_sec() - t;
