@@ -12,6 +12,7 @@
  *    a superblock that drops those epochs is committed first.
  */
 #include <linux/bio.h>
+#include <linux/crc32.h>
 #include <linux/crc32c.h>
 #include <linux/device-mapper.h>
 #include <linux/mm.h>
@@ -27,6 +28,10 @@
 
 /* Block buffers for batched metadata I/O: the staging limit per commit. */
 #define CHJ_BATCH 64
+
+/* Bitmap words checksummed one by one before a whole block is cheaper. */
+#define CHJ_CSUM_WORDS 4
+#define CHJ_BITMAP_WORDS (CHJ_BITMAP_BYTES / sizeof(u64))
 
 struct chj_metadata {
 	struct block_device *bdev;
@@ -47,10 +52,35 @@ struct chj_metadata {
 	size_t bits_len;
 	atomic64_t marked;
 
-	/* I/O buffers; while staging, buffer i holds bitmap block blk[i]. */
+	/*
+	 * I/O buffers; while staging, buffer i holds bitmap block blk[i], and
+	 * lo[i]..hi[i] bound the 64-bit words of it that staging touched.
+	 * fresh[i]: buffer i still equals the durable current-epoch image of
+	 * block blk[i] (it was written and published), so staging that block
+	 * again needs no copy.  Any other use of the buffers clears it.
+	 */
 	struct page *pages[CHJ_BATCH];
 	u64 blk[CHJ_BATCH];
+	u16 lo[CHJ_BATCH], hi[CHJ_BATCH];
+	bool fresh[CHJ_BATCH];
 	unsigned int nr_staged;
+
+	/*
+	 * Per bitmap block, when its crc_known bit is set: the CRC-32C register
+	 * (before the final inversion) of bytes [4, 4096) of the block as last
+	 * written in the current epoch, whose bits equal the in-core bits.  A
+	 * commit then checksums only the words it changed.
+	 */
+	u32 *raw_crc;
+	unsigned long *crc_known;
+	u32 wraw[CHJ_BATCH];
+
+	/* The staged blocks' writes: at most one batch is in flight. */
+	struct bio *wbio[CHJ_BATCH];	/* bio_kmalloc()ed, one vec each */
+	atomic_t wpending;
+	blk_status_t wstatus;
+	chj_md_done_fn wdone;
+	void *wctx;
 
 	/* Blocks written since load (read by status while being written). */
 	u64 bitmap_writes;
@@ -66,6 +96,12 @@ static u32 chj_csum(const void *p, size_t len)
 static void *buf(struct chj_metadata *md, unsigned int i)
 {
 	return page_address(md->pages[i]);
+}
+
+/* The buffers are about to hold something else, or the bitmap changed. */
+static void forget_bufs(struct chj_metadata *md)
+{
+	memset(md->fresh, 0, sizeof(md->fresh));
 }
 
 /* ---------------------------------------------------------------- I/O -- */
@@ -272,23 +308,41 @@ static struct chj_bitmap_block *bitmap_buf(struct chj_metadata *md,
 	b->magic = cpu_to_le32(CHJ_BITMAP_MAGIC);
 	b->epoch = cpu_to_le64(md->cur_epoch);
 	md->blk[i] = blk;
+	md->lo[i] = CHJ_BITMAP_WORDS;	/* no word touched: whole-block CRC */
+	md->hi[i] = 0;
 	return b;
 }
 
-/* Staging slot holding bitmap block blk, claiming a free one if needed. */
-static struct chj_bitmap_block *stage_slot(struct chj_metadata *md, u64 blk)
+/*
+ * Staging slot holding bitmap block blk, claiming a free one if needed: a
+ * free buffer that is still fresh for blk is moved into place uncopied.
+ */
+static int stage_slot(struct chj_metadata *md, u64 blk)
 {
 	struct chj_bitmap_block *b;
-	unsigned int i;
+	unsigned int i, j;
 
 	for (i = 0; i < md->nr_staged; i++)
 		if (md->blk[i] == blk)
-			return buf(md, i);
+			return i;
 	if (md->nr_staged == CHJ_BATCH)
-		return NULL;
-	b = bitmap_buf(md, md->nr_staged++, blk);
+		return -1;
+	i = md->nr_staged++;
+	for (j = i; j < CHJ_BATCH; j++)
+		if (md->fresh[j] && md->blk[j] == blk)
+			break;
+	if (j < CHJ_BATCH) {
+		swap(md->pages[i], md->pages[j]);
+		swap(md->blk[i], md->blk[j]);
+		md->fresh[j] = md->fresh[i];
+		md->fresh[i] = false;
+		bitmap_buf(md, i, blk);
+		return i;
+	}
+	md->fresh[i] = false;
+	b = bitmap_buf(md, i, blk);
 	memcpy(b->bits, md->bits + blk * CHJ_BITMAP_BYTES, CHJ_BITMAP_BYTES);
-	return b;
+	return i;
 }
 
 int chj_md_stage(struct chj_metadata *md, u64 first, u64 last, u64 *next)
@@ -298,6 +352,7 @@ int chj_md_stage(struct chj_metadata *md, u64 first, u64 last, u64 *next)
 	while (r <= last) {
 		struct chj_bitmap_block *b;
 		u64 blk, base, end;
+		int i;
 
 		r = find_next_zero_bit_le(md->bits, last + 1, r);
 		if (r > last)
@@ -305,71 +360,237 @@ int chj_md_stage(struct chj_metadata *md, u64 first, u64 last, u64 *next)
 		blk = div64_u64(r, CHJ_REGIONS_PER_BLOCK);
 		base = blk * CHJ_REGIONS_PER_BLOCK;
 		end = min(last, base + CHJ_REGIONS_PER_BLOCK - 1);
-		b = stage_slot(md, blk);
-		if (!b) {
+		i = stage_slot(md, blk);
+		if (i < 0) {
 			*next = r;
 			return 1;
 		}
+		b = buf(md, i);
 		bits_set(b->bits, r - base, end - r + 1);
+		md->lo[i] = min_t(u64, md->lo[i], (r - base) / 64);
+		md->hi[i] = max_t(u64, md->hi[i], (end - base) / 64);
 		r = end + 1;
 	}
 	*next = last + 1;
 	return 0;
 }
 
-/* OR a durable block image into the in-core bitmap, counting new marks. */
+/*
+ * OR words [lo, hi] of a durable block image into the in-core bitmap,
+ * counting new marks.  The other words of a staged image are copies.
+ */
 static void publish(struct chj_metadata *md, const struct chj_bitmap_block *b,
-		    u64 blk)
+		    u64 blk, unsigned int lo, unsigned int hi)
 {
-	unsigned long *dst = (unsigned long *)(md->bits + blk * CHJ_BITMAP_BYTES);
-	const unsigned long *src = (const unsigned long *)b->bits;
+	u64 *dst = (u64 *)(md->bits + blk * CHJ_BITMAP_BYTES);
+	const u64 *src = (const u64 *)b->bits;
 	unsigned int i;
 	u64 added = 0;
 
-	for (i = 0; i < CHJ_BITMAP_BYTES / sizeof(long); i++) {
-		unsigned long old = READ_ONCE(dst[i]);
-		unsigned long new = src[i] & ~old;
+	if (lo > hi) {
+		lo = 0;
+		hi = CHJ_BITMAP_WORDS - 1;
+	}
+	for (i = lo; i <= hi; i++) {
+		u64 old = READ_ONCE(dst[i]);
+		u64 new = src[i] & ~old;
 
 		if (new) {
-			added += hweight_long(new);
+			added += hweight64(new);
 			WRITE_ONCE(dst[i], old | new);
 		}
 	}
 	atomic64_add(added, &md->marked);
 }
 
-/* Write buffers [0, n) as bitmap blocks md->blk[], FUA. */
-static int write_bitmap_bufs(struct chj_metadata *md, unsigned int n)
+/* CRC-32C register over bytes [4, 4096) of a block, before inversion. */
+static u32 block_raw_crc(const void *b)
 {
-	u64 where[CHJ_BATCH];
+	return crc32c(~0u, (const u8 *)b + 4, CHJ_BLOCK_SIZE - 4);
+}
+
+/*
+ * CRC-32C is linear: flipping bits D of a message flips its register by
+ * the CRC of D alone (from a zero register), shifted over the bytes after D.
+ * So a block whose register is known costs one 8-byte CRC per changed word
+ * instead of 4 KiB: what makes a one-bit commit cheap.
+ */
+static u32 word_crc_delta(u64 diff, unsigned int word)
+{
+	size_t after = CHJ_BLOCK_SIZE - offsetof(struct chj_bitmap_block, bits) -
+		       (word + 1) * sizeof(u64);
+
+	return __crc32c_le_shift(crc32c(0, &diff, sizeof(diff)), after);
+}
+
+int chj_md_selftest(void)
+{
+	static const unsigned int words[] = { 0, 1, 255, CHJ_BITMAP_WORDS - 1 };
+	struct chj_bitmap_block *b = kmalloc(sizeof(*b), GFP_KERNEL);
+	u32 raw, want;
+	unsigned int i;
+	u64 *w, old;
+
+	if (!b)
+		return -ENOMEM;
+	for (i = 0; i < CHJ_BLOCK_SIZE; i++)
+		((u8 *)b)[i] = i * 37 + (i >> 8);
+	w = (u64 *)b->bits;
+	raw = block_raw_crc(b);
+	for (i = 0; i < ARRAY_SIZE(words); i++) {
+		old = w[words[i]];
+		w[words[i]] |= 0x8000000000000001ull << (i & 1);
+		raw ^= word_crc_delta(old ^ w[words[i]], words[i]);
+	}
+	want = block_raw_crc(b);
+	kfree(b);
+	if (raw == want)
+		return 0;
+	DMERR("self-test: incremental bitmap checksum %08x, whole-block %08x",
+	      raw, want);
+	return -EINVAL;
+}
+
+/* The register of buffer i's block image, from the last written one if known. */
+static u32 staged_raw_crc(struct chj_metadata *md, unsigned int i)
+{
+	const struct chj_bitmap_block *b = buf(md, i);
+	const u64 *now = (const u64 *)b->bits;
+	const u64 *was = (const u64 *)(md->bits + md->blk[i] * CHJ_BITMAP_BYTES);
+	unsigned int w, changed = 0;
+	u32 raw;
+
+	if (!md->raw_crc || !test_bit(md->blk[i], md->crc_known) ||
+	    md->lo[i] > md->hi[i])
+		return block_raw_crc(b);
+	for (w = md->lo[i]; w <= md->hi[i]; w++)
+		changed += now[w] != READ_ONCE(was[w]);
+	if (changed > CHJ_CSUM_WORDS)
+		return block_raw_crc(b);
+	raw = md->raw_crc[md->blk[i]];
+	for (w = md->lo[i]; w <= md->hi[i]; w++)
+		if (now[w] != READ_ONCE(was[w]))
+			raw ^= word_crc_delta(now[w] ^ READ_ONCE(was[w]), w);
+	return raw;
+}
+
+/* Checksum buffers [0, n) for writing; the register waits in raw[]. */
+static void csum_bufs(struct chj_metadata *md, unsigned int n, u32 *raw)
+{
 	unsigned int i;
 
 	for (i = 0; i < n; i++) {
 		struct chj_bitmap_block *b = buf(md, i);
 
-		b->csum = cpu_to_le32(chj_csum(b, CHJ_BLOCK_SIZE));
-		where[i] = le64_to_cpu(md->sb.bitmap_start) + md->blk[i];
+		raw[i] = staged_raw_crc(md, i);
+		b->csum = cpu_to_le32(~raw[i]);
 	}
 	WRITE_ONCE(md->bitmap_writes, md->bitmap_writes + n);
+}
+
+/* Buffers [0, n) are durable: publish their bits and remember their CRCs. */
+static void publish_bufs(struct chj_metadata *md, unsigned int n, const u32 *raw)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++) {
+		publish(md, buf(md, i), md->blk[i], md->lo[i], md->hi[i]);
+		md->fresh[i] = true;
+		if (md->raw_crc) {
+			md->raw_crc[md->blk[i]] = raw[i];
+			__set_bit(md->blk[i], md->crc_known);
+		}
+	}
+}
+
+static u64 bitmap_sector(struct chj_metadata *md, unsigned int i)
+{
+	return (le64_to_cpu(md->sb.bitmap_start) + md->blk[i]) * CHJ_BLOCK_SECTORS;
+}
+
+/* Write buffers [0, n) as bitmap blocks md->blk[], FUA, and wait. */
+static int write_bitmap_bufs(struct chj_metadata *md, unsigned int n, u32 *raw)
+{
+	u64 where[CHJ_BATCH];
+	unsigned int i;
+
+	csum_bufs(md, n, raw);
+	for (i = 0; i < n; i++)
+		where[i] = bitmap_sector(md, i) / CHJ_BLOCK_SECTORS;
 	return chj_io(md, REQ_OP_WRITE | REQ_SYNC | REQ_FUA, where, md->pages, n);
 }
 
-int chj_md_commit(struct chj_metadata *md)
+static int chj_md_commit(struct chj_metadata *md)
 {
-	unsigned int i, n = md->nr_staged;
+	unsigned int n = md->nr_staged;
+	u32 raw[CHJ_BATCH];
 	int r;
 
 	if (!n)
 		return 0;
 	md->nr_staged = 0;
-	r = write_bitmap_bufs(md, n);
+	r = write_bitmap_bufs(md, n, raw);
 	if (r) {
+		forget_bufs(md);
 		DMERR("bitmap write failed: %d", r);
 		return r;
 	}
-	for (i = 0; i < n; i++)
-		publish(md, buf(md, i), md->blk[i]);
+	publish_bufs(md, n, raw);
 	return 0;
+}
+
+static void staged_endio(struct bio *bio)
+{
+	struct chj_metadata *md = bio->bi_private;
+
+	if (bio->bi_status)
+		WRITE_ONCE(md->wstatus, bio->bi_status);
+	bio_uninit(bio);
+	if (atomic_dec_and_test(&md->wpending))
+		md->wdone(md->wctx, blk_status_to_errno(READ_ONCE(md->wstatus)));
+}
+
+/*
+ * The preallocated bios mean a commit needs no allocation, so it can start
+ * from the bio path.  Nothing here may touch md->wbio[] after the last
+ * submit_bio(): done() may already have started the next batch.
+ */
+unsigned int chj_md_write_staged(struct chj_metadata *md, chj_md_done_fn done,
+				 void *ctx)
+{
+	unsigned int i, n = md->nr_staged;
+
+	if (!n)
+		return 0;
+	csum_bufs(md, n, md->wraw);
+	md->wdone = done;
+	md->wctx = ctx;
+	md->wstatus = BLK_STS_OK;
+	atomic_set(&md->wpending, n);
+	for (i = 0; i < n; i++) {
+		struct bio *bio = md->wbio[i];
+
+		bio_init(bio, md->bdev, bio->bi_inline_vecs, 1,
+			 REQ_OP_WRITE | REQ_SYNC | REQ_FUA);
+		bio->bi_iter.bi_sector = bitmap_sector(md, i);
+		__bio_add_page(bio, md->pages[i], CHJ_BLOCK_SIZE, 0);
+		bio->bi_end_io = staged_endio;
+		bio->bi_private = md;
+	}
+	for (i = 0; i < n; i++)
+		submit_bio(md->wbio[i]);
+	return n;
+}
+
+void chj_md_end_staged(struct chj_metadata *md, int err)
+{
+	if (!err) {
+		publish_bufs(md, md->nr_staged, md->wraw);
+	} else {
+		forget_bufs(md);
+		DMERR("bitmap write failed: %d", err);
+	}
+	md->nr_staged = 0;
 }
 
 /* Stage and commit regions [first, last], as many rounds as needed. */
@@ -398,6 +619,7 @@ static int load_bitmap(struct chj_metadata *md)
 	unsigned int i, n;
 	int r;
 
+	forget_bufs(md);
 	while (blk < md->bitmap_blocks) {
 		n = min_t(u64, CHJ_BATCH, md->bitmap_blocks - blk);
 		for (i = 0; i < n; i++)
@@ -464,7 +686,10 @@ static int read_journal(struct chj_metadata *md, u64 seq,
 {
 	u64 where = chj_journal_block_nr(&md->sb, seq);
 	struct chj_journal_block *j = buf(md, 0);
-	int r = chj_io(md, REQ_OP_READ, &where, md->pages, 1);
+	int r;
+
+	forget_bufs(md);
+	r = chj_io(md, REQ_OP_READ, &where, md->pages, 1);
 
 	if (r)
 		return r;
@@ -529,6 +754,7 @@ static int journal_write(struct chj_metadata *md, u64 nr_ext)
 	unsigned int n = 0;
 	int err;
 
+	forget_bufs(md);
 	while (done < nr_ext) {
 		struct chj_journal_block *j = buf(md, n);
 		u32 k = 0, flags = done ? 0 : CHJ_JF_FIRST;
@@ -588,6 +814,8 @@ int chj_md_checkpoint(struct chj_metadata *md, u64 *new_epoch)
 		return r;
 	/* Blocks stamped with the old epoch now read as empty on disk too. */
 	memset(md->bits, 0, md->bits_len);
+	bitmap_zero(md->crc_known, md->bitmap_blocks);
+	forget_bufs(md);
 	atomic64_set(&md->marked, 0);
 	*new_epoch = md->cur_epoch;
 	return 0;
@@ -620,17 +848,35 @@ static void layout(struct chj_superblock *sb, u64 origin_sectors,
 	sb->journal_blocks = cpu_to_le64(dev_blocks - CHJ_SB_COPIES - bb);
 }
 
+static void free_bits(struct chj_metadata *md)
+{
+	kvfree(md->bits);
+	kvfree(md->raw_crc);
+	kvfree(md->crc_known);
+}
+
+/* (Re)size the in-core bitmap, keeping its bits; no block CRC is known. */
 static int alloc_bits(struct chj_metadata *md, u64 bitmap_blocks)
 {
 	size_t len = bits_len_for(bitmap_blocks);
 	u8 *bits = kvzalloc(len, GFP_KERNEL);
+	u32 *raw = kvcalloc(bitmap_blocks, sizeof(u32), GFP_KERNEL);
+	unsigned long *known = kvcalloc(BITS_TO_LONGS(bitmap_blocks),
+					sizeof(long), GFP_KERNEL);
 
-	if (!bits)
+	if (!bits || !raw || !known) {
+		kvfree(bits);
+		kvfree(raw);
+		kvfree(known);
 		return -ENOMEM;
+	}
 	if (md->bits)
 		memcpy(bits, md->bits, min(len, md->bits_len));
-	kvfree(md->bits);
+	free_bits(md);
+	forget_bufs(md);
 	md->bits = bits;
+	md->raw_crc = raw;
+	md->crc_known = known;
 	md->bits_len = len;
 	return 0;
 }
@@ -638,15 +884,17 @@ static int alloc_bits(struct chj_metadata *md, u64 bitmap_blocks)
 /* Write every bitmap block empty for the current epoch. */
 static int write_empty_bitmap(struct chj_metadata *md)
 {
+	u32 raw[CHJ_BATCH];
 	u64 blk = 0;
 	unsigned int i, n;
 	int r;
 
+	forget_bufs(md);
 	while (blk < md->bitmap_blocks) {
 		n = min_t(u64, CHJ_BATCH, md->bitmap_blocks - blk);
 		for (i = 0; i < n; i++)
 			memset(bitmap_buf(md, i, blk + i)->bits, 0, CHJ_BITMAP_BYTES);
-		r = write_bitmap_bufs(md, n);
+		r = write_bitmap_bufs(md, n, raw);
 		if (r)
 			return r;
 		blk += n;
@@ -758,12 +1006,14 @@ void chj_md_close(struct chj_metadata *md)
 
 	if (!md)
 		return;
-	for (i = 0; i < CHJ_BATCH; i++)
+	for (i = 0; i < CHJ_BATCH; i++) {
 		if (md->pages[i])
 			__free_page(md->pages[i]);
+		kfree(md->wbio[i]);
+	}
 	if (md->sb_page)
 		__free_page(md->sb_page);
-	kvfree(md->bits);
+	free_bits(md);
 	bioset_exit(&md->bs);
 	kfree(md);
 }
@@ -782,10 +1032,12 @@ static struct chj_metadata *md_alloc(struct block_device *bdev)
 		return NULL;
 	}
 	md->sb_page = alloc_page(GFP_KERNEL);
-	for (i = 0; i < CHJ_BATCH; i++)
+	for (i = 0; i < CHJ_BATCH; i++) {
 		md->pages[i] = alloc_page(GFP_KERNEL | __GFP_ZERO);
+		md->wbio[i] = bio_kmalloc(1, GFP_KERNEL);
+	}
 	for (i = 0; i < CHJ_BATCH; i++)
-		if (!md->pages[i])
+		if (!md->pages[i] || !md->wbio[i])
 			break;
 	if (!md->sb_page || i < CHJ_BATCH) {
 		chj_md_close(md);

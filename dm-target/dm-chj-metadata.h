@@ -2,9 +2,10 @@
 /*
  * dm-chj metadata: format, load, mark commit, checkpoint.
  *
- * All functions that write are called with the target's commit lock held,
- * so there is exactly one writer; chj_md_durable() is the lock-free read
- * used on the bio fast path.
+ * The target calls every function that stages or writes from one thread at
+ * a time: the holder of its committer token, or a holder of its lock while
+ * commits are paused.  So there is exactly one writer; chj_md_durable() is
+ * the lock-free read used on the bio fast path.
  */
 #ifndef DM_CHJ_METADATA_H
 #define DM_CHJ_METADATA_H
@@ -38,17 +39,32 @@ bool chj_md_durable(struct chj_metadata *md, u64 first, u64 last);
 
 /*
  * Stage marks for regions [first, last] of the current epoch.  Returns 1 when
- * the staging buffers are full (the caller commits and stages the rest),
- * 0 when everything was staged.  *next is the first region not yet staged.
+ * the staging buffers are full (the caller writes them and stages the rest
+ * later), 0 when everything was staged.  *next is the first region not yet
+ * staged.
  */
 int chj_md_stage(struct chj_metadata *md, u64 first, u64 last, u64 *next);
 
+/* Called once the staged blocks' writes ended, in any context. */
+typedef void (*chj_md_done_fn)(void *ctx, int err);
+
 /*
- * Write the staged bitmap blocks with FUA and, only once they are durable,
- * publish their bits to the lock-free bitmap.  -errno when a write failed;
- * the in-core bits then stay clear.
+ * Start writing the staged bitmap blocks with FUA and return how many; 0
+ * when nothing is staged (done is then not called).  It allocates nothing,
+ * so the bio path may call it; done(ctx, err) runs when the last write
+ * ended.  Until chj_md_end_staged() nothing may be staged.
  */
-int chj_md_commit(struct chj_metadata *md);
+unsigned int chj_md_write_staged(struct chj_metadata *md, chj_md_done_fn done,
+				 void *ctx);
+
+/*
+ * After done(ctx, err): without error, publish the staged bits to the
+ * lock-free bitmap; else drop them (their regions stay unmarked in core).
+ */
+void chj_md_end_staged(struct chj_metadata *md, int err);
+
+/* Check the incremental bitmap checksum against a whole-block one. */
+int chj_md_selftest(void);
 
 /* End the current epoch: journal its change set, switch the superblock. */
 int chj_md_checkpoint(struct chj_metadata *md, u64 *new_epoch);

@@ -9,7 +9,10 @@
  *
  * Fast path: a write whose regions are all durably marked is remapped at
  * once (a bit test and an in-flight count).  Slow path: first-touch writes
- * are deferred to a worker that group-commits their marks, then issues them.
+ * wait in a batch whose marks are group-committed, then are issued.  One
+ * batch is written at a time; writes arriving meanwhile form the next one.
+ * Whoever finds no batch in flight starts one, from the bio path itself, so
+ * a device that completes at once (a RAM disk) never waits for a worker.
  * A checkpoint drains in-flight writes so that none can straddle two epochs
  * unmarked in the second.
  *
@@ -39,13 +42,25 @@ struct chj_target {
 	/* NULL until the first preresume: the old table may still write. */
 	struct chj_metadata *md;
 
-	/* Serializes every metadata write: commits, checkpoint, suspend. */
+	/* Serializes checkpoint, mark_all, suspend and the fail-mode record. */
 	struct mutex lock;
 	bool suspended;
 
-	/* Protects deferred: first-touch bios waiting for the worker. */
+	/*
+	 * The committer token: while committing is set, one thread owns the
+	 * staging buffers and bitmap writes, and batch holds the bios whose
+	 * marks it writes.  paused keeps the token from being taken, for
+	 * whoever holds lock and needs the metadata to itself.  defer_lock
+	 * protects deferred (first-touch bios for the next batch), committing
+	 * and paused.
+	 */
 	spinlock_t defer_lock;
 	struct bio_list deferred;
+	bool committing;
+	bool paused;
+	struct bio_list batch;
+	bool batch_written;	/* the batch's writes ended; err in batch_err */
+	int batch_err;
 	struct workqueue_struct *wq;
 	struct work_struct worker;
 
@@ -56,9 +71,10 @@ struct chj_target {
 	bool ckpt_pending;
 	/* A metadata write failed: writes are errored until a reload. */
 	bool failed;
+	bool fail_recorded;
 	/* For the stats message: bios deferred, group commits. */
 	atomic64_t deferred_bios;
-	u64 commits;
+	u64 commits;	/* written by the token's holder */
 
 	/* Preallocated record for failed_list; NULL once handed over. */
 	struct chj_failed *failed_rec;
@@ -121,14 +137,18 @@ out:
 	mutex_unlock(&failed_lock);
 }
 
-/* Enter fail mode: called with c->lock held. */
+/*
+ * Enter fail mode, and say so once in the log and on the metadata: called
+ * with c->lock held and commits paused, so the superblock is ours.
+ */
 static void enter_fail_mode(struct chj_target *c, const char *what, int err)
 {
-	if (c->failed)
+	WRITE_ONCE(c->failed, true);
+	if (c->fail_recorded)
 		return;
+	c->fail_recorded = true;
 	DMERR("%s: %s failed (%d): writes are errored until the table is reloaded",
 	      dm_device_name(dm_table_get_md(c->ti->table)), what, err);
-	WRITE_ONCE(c->failed, true);
 	chj_md_flag_all_changed(c->md);
 	note_failed(c);
 }
@@ -153,28 +173,29 @@ static bool take_failed(dev_t dev)
 
 /* ------------------------------------------------------------ bio path -- */
 
-static void unplug_wake(struct blk_plug_cb *cb, bool from_schedule)
+/*
+ * With c->lock held: wait for the batch in flight, if any, and let no other
+ * start, so that the caller has the metadata to itself.
+ */
+static void pause_commits(struct chj_target *c)
 {
-	struct chj_target *c = cb->data;
-
-	queue_work(c->wq, &c->worker);
-	kfree(cb);
+	spin_lock_irq(&c->defer_lock);
+	c->paused = true;
+	spin_unlock_irq(&c->defer_lock);
+	wait_event(c->drain_wq, !READ_ONCE(c->committing));
 }
 
-/*
- * Queue a first-touch bio for the worker.  When the submitter holds a plug
- * (io_submit of a batch, writeback), the worker is woken at unplug time so
- * that one commit covers the whole batch instead of its first bio.
- */
-static void defer_bio(struct chj_target *c, struct bio *bio)
-{
-	unsigned long flags;
+static bool take_token(struct chj_target *c);
 
-	atomic64_inc(&c->deferred_bios);
-	spin_lock_irqsave(&c->defer_lock, flags);
-	bio_list_add(&c->deferred, bio);
-	spin_unlock_irqrestore(&c->defer_lock, flags);
-	if (!blk_check_plugged(unplug_wake, c, sizeof(struct blk_plug_cb)))
+static void resume_commits(struct chj_target *c)
+{
+	bool start;
+
+	spin_lock_irq(&c->defer_lock);
+	c->paused = false;
+	start = take_token(c);
+	spin_unlock_irq(&c->defer_lock);
+	if (start)
 		queue_work(c->wq, &c->worker);
 }
 
@@ -209,50 +230,179 @@ static u64 ahead(struct chj_target *c, u64 first, u64 last)
 	return min(last + c->mark_ahead, nr - 1);
 }
 
+/* Take the committer token if it is free and there is work: defer_lock held. */
+static bool take_token(struct chj_target *c)
+{
+	if (c->committing || c->paused || bio_list_empty(&c->deferred))
+		return false;
+	c->committing = true;
+	return true;
+}
+
+/* With the token: move waiting bios into the batch and stage their marks. */
+static void stage_batch(struct chj_target *c, struct bio_list *bios)
+{
+	struct bio *bio;
+	u64 first, last;
+
+	while ((bio = bio_list_pop(bios))) {
+		bio_regions(c, bio, &first, &last);
+		last = ahead(c, first, last);
+		if (chj_md_stage(c->md, first, last, &first) == 1) {
+			/*
+			 * Staging is full.  This bio waits for the next batch,
+			 * which stages the rest of it: each batch makes progress.
+			 */
+			bio_list_add_head(bios, bio);
+			spin_lock_irq(&c->defer_lock);
+			bio_list_merge_head(&c->deferred, bios);
+			spin_unlock_irq(&c->defer_lock);
+			bio_list_init(bios);
+			return;
+		}
+		bio_list_add(&c->batch, bio);
+	}
+}
+
+static void batch_done(void *ctx, int err);
+
 /*
- * Group commit: stage the marks of every waiting bio, write the changed
- * bitmap blocks once, and only then issue the bios.
+ * With the token: start the next batch, or give the token back when there is
+ * nothing to do or someone paused commits.  Bios whose regions turn out to be
+ * durable already (a batch marked them) go out without a write.
  */
+static void start_batch(struct chj_target *c)
+{
+	struct bio_list bios;
+	struct bio *bio;
+
+	for (;;) {
+		spin_lock_irq(&c->defer_lock);
+		if (c->paused || bio_list_empty(&c->deferred)) {
+			c->committing = false;
+			spin_unlock_irq(&c->defer_lock);
+			if (wq_has_sleeper(&c->drain_wq))
+				wake_up(&c->drain_wq);
+			return;
+		}
+		bios = c->deferred;
+		bio_list_init(&c->deferred);
+		spin_unlock_irq(&c->defer_lock);
+
+		if (READ_ONCE(c->failed)) {
+			error_bios(&bios);
+			continue;
+		}
+		stage_batch(c, &bios);
+		c->batch_written = false;
+		WRITE_ONCE(c->commits, c->commits + 1);
+		/* From here batch_done() may run at any moment, on any CPU. */
+		if (chj_md_write_staged(c->md, batch_done, c))
+			return;
+		WRITE_ONCE(c->commits, c->commits - 1);
+		while ((bio = bio_list_pop(&c->batch)))
+			issue(c, bio);
+	}
+}
+
+/*
+ * Fail mode after a bitmap write failed, outside the token: a checkpoint
+ * holding the lock may be waiting for the token.  c->failed is already set,
+ * so every later batch errors its bios.
+ */
+static void record_batch_failure(struct chj_target *c, int err)
+{
+	mutex_lock(&c->lock);
+	pause_commits(c);
+	enter_fail_mode(c, "bitmap write", err);
+	resume_commits(c);
+	mutex_unlock(&c->lock);
+}
+
+/* With the token, the batch's writes ended: issue or error its bios. */
+static void finish_batch(struct chj_target *c)
+{
+	struct bio *bio;
+	int err = c->batch_err;
+
+	c->batch_written = false;
+	chj_md_end_staged(c->md, err);
+	if (err) {
+		WRITE_ONCE(c->failed, true);
+		error_bios(&c->batch);
+	}
+	while ((bio = bio_list_pop(&c->batch)))
+		issue(c, bio);
+	start_batch(c);
+	if (err)
+		record_batch_failure(c, err);
+}
+
+/*
+ * The last bitmap write of the batch ended.  Where that happened in task
+ * context inside a submit_bio() loop, with nothing held (a RAM disk
+ * completes in its submitter), the batch is finished right here:
+ * submit_bio_noacct() then only adds the held bios to current->bio_list.
+ * Anywhere else (interrupt, a lock held, an error) the worker finishes it.
+ */
+static void batch_done(void *ctx, int err)
+{
+	struct chj_target *c = ctx;
+
+	c->batch_err = err;
+	c->batch_written = true;
+	if (!err && in_task() && current->bio_list && preemptible() &&
+	    !rcu_preempt_depth())
+		finish_batch(c);
+	else
+		queue_work(c->wq, &c->worker);
+}
+
+/* Runs with the token: finish a written batch, or start one. */
 static void do_worker(struct work_struct *ws)
 {
 	struct chj_target *c = container_of(ws, struct chj_target, worker);
-	struct bio_list bios, ready = BIO_EMPTY_LIST;
-	struct bio *bio;
-	u64 first, last;
-	int r = 0;
 
+	if (c->batch_written)
+		finish_batch(c);
+	else
+		start_batch(c);
+}
+
+static void unplug_start(struct blk_plug_cb *cb, bool from_schedule)
+{
+	struct chj_target *c = cb->data;
+	bool start;
+
+	kfree(cb);
 	spin_lock_irq(&c->defer_lock);
-	bios = c->deferred;
-	bio_list_init(&c->deferred);
+	start = take_token(c);
 	spin_unlock_irq(&c->defer_lock);
-	if (bio_list_empty(&bios))
-		return;
+	if (start && from_schedule)
+		queue_work(c->wq, &c->worker);
+	else if (start)
+		start_batch(c);
+}
 
-	mutex_lock(&c->lock);
-	if (c->failed) {
-		error_bios(&bios);
-		goto out;
-	}
-	c->commits++;
-	while (!r && (bio = bio_list_pop(&bios))) {
-		bio_list_add(&ready, bio);
-		bio_regions(c, bio, &first, &last);
-		last = ahead(c, first, last);
-		while (!r && chj_md_stage(c->md, first, last, &first) == 1)
-			r = chj_md_commit(c->md);
-	}
-	if (!r)
-		r = chj_md_commit(c->md);
-	if (r) {
-		enter_fail_mode(c, "bitmap write", r);
-		error_bios(&ready);
-		error_bios(&bios);
-		goto out;
-	}
-	while ((bio = bio_list_pop(&ready)))
-		issue(c, bio);
-out:
-	mutex_unlock(&c->lock);
+/*
+ * Queue a first-touch bio for the next batch, and start that batch if none
+ * is in flight.  When the submitter holds a plug (io_submit of many,
+ * writeback), the batch starts at unplug time, so that one commit covers
+ * the whole plug instead of its first bio.
+ */
+static void defer_bio(struct chj_target *c, struct bio *bio)
+{
+	unsigned long flags;
+	bool plugged, start;
+
+	atomic64_inc(&c->deferred_bios);
+	plugged = blk_check_plugged(unplug_start, c, sizeof(struct blk_plug_cb));
+	spin_lock_irqsave(&c->defer_lock, flags);
+	bio_list_add(&c->deferred, bio);
+	start = !plugged && take_token(c);
+	spin_unlock_irqrestore(&c->defer_lock, flags);
+	if (start)
+		start_batch(c);
 }
 
 static int chj_map(struct dm_target *ti, struct bio *bio)
@@ -313,13 +463,14 @@ static int checkpoint(struct chj_target *c, u64 *epoch)
 	WRITE_ONCE(c->ckpt_pending, true);
 	/* Flag before counter; pairs with smp_mb__after_atomic() in chj_map(). */
 	smp_mb();
+	pause_commits(c);
 	wait_event(c->drain_wq, !atomic_read(&c->in_flight));
 	r = chj_md_checkpoint(c->md, epoch);
 	if (r)
 		enter_fail_mode(c, "checkpoint", r);
 	/* Release: the cleared bitmap is visible before the fast path reopens. */
 	smp_store_release(&c->ckpt_pending, false);
-	queue_work(c->wq, &c->worker);
+	resume_commits(c);
 	return r;
 }
 
@@ -332,7 +483,7 @@ static int stats(struct chj_target *c, char *result, unsigned int maxlen)
 		chj_md_stats(c->md, &st);
 	scnprintf(result, maxlen,
 		  "deferred_bios=%llu commits=%llu bitmap_writes=%llu journal_writes=%llu superblock_writes=%llu",
-		  (u64)atomic64_read(&c->deferred_bios), c->commits,
+		  (u64)atomic64_read(&c->deferred_bios), READ_ONCE(c->commits),
 		  st.bitmap_writes, st.journal_writes, st.sb_writes);
 	return 1;
 }
@@ -366,9 +517,11 @@ static int chj_message(struct dm_target *ti, unsigned int argc, char **argv,
 			r = 1;
 		}
 	} else {
+		pause_commits(c);
 		r = chj_md_mark_all(c->md);
 		if (r)
 			enter_fail_mode(c, "mark_all", r);
+		resume_commits(c);
 	}
 	mutex_unlock(&c->lock);
 	return r;
@@ -434,9 +587,14 @@ static void chj_postsuspend(struct dm_target *ti)
 {
 	struct chj_target *c = ti->private;
 
-	/* dm has waited for every bio; the worker has nothing left to do. */
+	/*
+	 * dm has waited for every bio, but the token's holder may still be
+	 * giving it back.  The worker may take the lock, so flush it first.
+	 * Commits stay paused until resume.
+	 */
 	flush_workqueue(c->wq);
 	mutex_lock(&c->lock);
+	pause_commits(c);
 	c->suspended = true;
 	mutex_unlock(&c->lock);
 }
@@ -473,6 +631,7 @@ static void chj_resume(struct dm_target *ti)
 
 	mutex_lock(&c->lock);
 	c->suspended = false;
+	resume_commits(c);
 	mutex_unlock(&c->lock);
 }
 
@@ -617,9 +776,11 @@ static int chj_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 	mutex_init(&c->lock);
 	spin_lock_init(&c->defer_lock);
 	bio_list_init(&c->deferred);
+	bio_list_init(&c->batch);
 	INIT_WORK(&c->worker, do_worker);
 	init_waitqueue_head(&c->drain_wq);
 	c->suspended = true;
+	c->paused = true;
 	c->failed_rec = kzalloc(sizeof(*c->failed_rec), GFP_KERNEL);
 	if (!c->failed_rec) {
 		ti->error = "Cannot allocate target";
@@ -667,8 +828,11 @@ static struct target_type chj_target = {
 
 static int __init dm_chj_init(void)
 {
-	int r = dm_register_target(&chj_target);
+	int r = chj_md_selftest();
 
+	if (r)
+		return r;
+	r = dm_register_target(&chj_target);
 	if (r)
 		DMERR("register failed %d", r);
 	return r;
