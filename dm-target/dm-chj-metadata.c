@@ -14,6 +14,7 @@
 #include <linux/bio.h>
 #include <linux/crc32.h>
 #include <linux/crc32c.h>
+#include <linux/crc32poly.h>
 #include <linux/device-mapper.h>
 #include <linux/mm.h>
 #include <linux/slab.h>
@@ -62,7 +63,7 @@ struct chj_metadata {
 	struct page *pages[CHJ_BATCH];
 	u64 blk[CHJ_BATCH];
 	u16 lo[CHJ_BATCH], hi[CHJ_BATCH];
-	bool fresh[CHJ_BATCH];
+	DECLARE_BITMAP(fresh, CHJ_BATCH);
 	unsigned int nr_staged;
 
 	/*
@@ -101,7 +102,7 @@ static void *buf(struct chj_metadata *md, unsigned int i)
 /* The buffers are about to hold something else, or the bitmap changed. */
 static void forget_bufs(struct chj_metadata *md)
 {
-	memset(md->fresh, 0, sizeof(md->fresh));
+	bitmap_zero(md->fresh, CHJ_BATCH);
 }
 
 /* ---------------------------------------------------------------- I/O -- */
@@ -328,18 +329,18 @@ static int stage_slot(struct chj_metadata *md, u64 blk)
 	if (md->nr_staged == CHJ_BATCH)
 		return -1;
 	i = md->nr_staged++;
-	for (j = i; j < CHJ_BATCH; j++)
-		if (md->fresh[j] && md->blk[j] == blk)
-			break;
-	if (j < CHJ_BATCH) {
+	j = i;
+	for_each_set_bit_from(j, md->fresh, CHJ_BATCH) {
+		if (md->blk[j] != blk)
+			continue;
 		swap(md->pages[i], md->pages[j]);
 		swap(md->blk[i], md->blk[j]);
-		md->fresh[j] = md->fresh[i];
-		md->fresh[i] = false;
+		assign_bit(j, md->fresh, test_bit(i, md->fresh));
+		__clear_bit(i, md->fresh);
 		bitmap_buf(md, i, blk);
 		return i;
 	}
-	md->fresh[i] = false;
+	__clear_bit(i, md->fresh);
 	b = bitmap_buf(md, i, blk);
 	memcpy(b->bits, md->bits + blk * CHJ_BITMAP_BYTES, CHJ_BITMAP_BYTES);
 	return i;
@@ -415,12 +416,38 @@ static u32 block_raw_crc(const void *b)
  * So a block whose register is known costs one 8-byte CRC per changed word
  * instead of 4 KiB: what makes a one-bit commit cheap.
  */
+static u32 shift_by[CHJ_BITMAP_WORDS];	/* x^(8 * bytes after word w) mod P */
+
+/* Multiply in GF(2)[x] mod P, bit-reflected (bit 31 is x^0), as lib/crc32.c. */
+static u32 gf2_mul(u32 x, u32 y)
+{
+	u32 product = x & 1 ? y : 0;
+	int i;
+
+	for (i = 0; i < 31; i++) {
+		product = (product >> 1) ^ (product & 1 ? CRC32C_POLY_LE : 0);
+		x >>= 1;
+		product ^= x & 1 ? y : 0;
+	}
+	return product;
+}
+
+static void init_shift_by(void)
+{
+	unsigned int w;
+
+	size_t after;
+
+	for (w = 0; w < CHJ_BITMAP_WORDS; w++) {
+		after = CHJ_BLOCK_SIZE - offsetof(struct chj_bitmap_block, bits) -
+			(w + 1) * sizeof(u64);
+		shift_by[w] = __crc32c_le_shift(0x80000000u, after);
+	}
+}
+
 static u32 word_crc_delta(u64 diff, unsigned int word)
 {
-	size_t after = CHJ_BLOCK_SIZE - offsetof(struct chj_bitmap_block, bits) -
-		       (word + 1) * sizeof(u64);
-
-	return __crc32c_le_shift(crc32c(0, &diff, sizeof(diff)), after);
+	return gf2_mul(crc32c(0, &diff, sizeof(diff)), shift_by[word]);
 }
 
 int chj_md_selftest(void)
@@ -433,6 +460,7 @@ int chj_md_selftest(void)
 
 	if (!b)
 		return -ENOMEM;
+	init_shift_by();
 	for (i = 0; i < CHJ_BLOCK_SIZE; i++)
 		((u8 *)b)[i] = i * 37 + (i >> 8);
 	w = (u64 *)b->bits;
@@ -495,7 +523,7 @@ static void publish_bufs(struct chj_metadata *md, unsigned int n, const u32 *raw
 
 	for (i = 0; i < n; i++) {
 		publish(md, buf(md, i), md->blk[i], md->lo[i], md->hi[i]);
-		md->fresh[i] = true;
+		__set_bit(i, md->fresh);
 		if (md->raw_crc) {
 			md->raw_crc[md->blk[i]] = raw[i];
 			__set_bit(md->blk[i], md->crc_known);

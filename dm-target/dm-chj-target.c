@@ -369,37 +369,20 @@ static void do_worker(struct work_struct *ws)
 		start_batch(c);
 }
 
-static void unplug_start(struct blk_plug_cb *cb, bool from_schedule)
-{
-	struct chj_target *c = cb->data;
-	bool start;
-
-	kfree(cb);
-	spin_lock_irq(&c->defer_lock);
-	start = take_token(c);
-	spin_unlock_irq(&c->defer_lock);
-	if (start && from_schedule)
-		queue_work(c->wq, &c->worker);
-	else if (start)
-		start_batch(c);
-}
-
 /*
  * Queue a first-touch bio for the next batch, and start that batch if none
- * is in flight.  When the submitter holds a plug (io_submit of many,
- * writeback), the batch starts at unplug time, so that one commit covers
- * the whole plug instead of its first bio.
+ * is in flight.  Not deferred to unplug: a synchronous writer sleeps inside
+ * its plug, and a batch started from schedule() would need the worker.
  */
 static void defer_bio(struct chj_target *c, struct bio *bio)
 {
 	unsigned long flags;
-	bool plugged, start;
+	bool start;
 
 	atomic64_inc(&c->deferred_bios);
-	plugged = blk_check_plugged(unplug_start, c, sizeof(struct blk_plug_cb));
 	spin_lock_irqsave(&c->defer_lock, flags);
 	bio_list_add(&c->deferred, bio);
-	start = !plugged && take_token(c);
+	start = take_token(c);
 	spin_unlock_irqrestore(&c->defer_lock, flags);
 	if (start)
 		start_batch(c);
