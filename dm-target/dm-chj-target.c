@@ -64,7 +64,7 @@ struct chj_target {
 	struct workqueue_struct *wq;
 	struct work_struct worker;
 
-	/* Writes issued on the fast path or by the worker, not yet ended. */
+	/* Writes issued on the fast path or from a batch, not yet ended. */
 	atomic_t in_flight;
 	wait_queue_head_t drain_wq;
 	/* Set while a checkpoint drains: new writes take the slow path. */
@@ -434,10 +434,11 @@ static int chj_end_io(struct dm_target *ti, struct bio *bio,
 /* ------------------------------------------------------------ messages -- */
 
 /*
- * End the epoch.  New writes are diverted to the worker, which cannot run
- * while we hold the lock, and every write already issued is waited for: a
- * write still in flight when the new epoch starts could land after a backup
- * read its region, so it must not be left to the old epoch alone.
+ * End the epoch.  New writes are diverted to the next batch, which cannot
+ * start while commits are paused; the batch in flight is waited for, and so
+ * is every write already issued: a write still in flight when the new epoch
+ * starts could land after a backup read its region, so it must not be left
+ * to the old epoch alone.  Writes held meanwhile are marked in the new one.
  */
 static int checkpoint(struct chj_target *c, u64 *epoch)
 {
