@@ -839,4 +839,6 @@ module_exit(dm_chj_exit);
 MODULE_DESCRIPTION(DM_NAME " change journal target: crash-safe write tracking with epochs");
 MODULE_AUTHOR("chj developers");
 MODULE_LICENSE("GPL");
+/* dkms.conf has the same version; tests/vm/dkms.sh checks they agree. */
+MODULE_VERSION("1.0.0");
 MODULE_SOFTDEP("pre: crc32c");
