@@ -1,6 +1,7 @@
 #!/bin/bash
 # A 1 TiB origin (dm-zero) at 4 KiB regions loads and tracks inside the
-# 3 GiB guest; reports the kernel memory it costs.
+# 3 GiB guest; reports the kernel memory it costs.  Also the commit path when
+# batches outgrow the 64 bitmap blocks one commit stages.
 # vm-timeout: 400
 # shellcheck source=tests/vm/lib.sh disable=SC1091
 . "$CHJ_ROOT/tests/vm/lib.sh"
@@ -42,5 +43,26 @@ assert_eq "$NR" "$(st big marked)" "all marked"
 assert_eq 3 "$(dmsetup message big 0 checkpoint)" "checkpoint of a full epoch"
 $CHJ changes --since 2 big >/tmp/ch
 assert_eq "0 $TIB" "$(cat /tmp/ch)" "everything since 2"
-dmsetup remove big z
+dmsetup remove big
+
+# With bitmap writes that take 5 ms, first-touch writes pile up behind the
+# commit in flight: QD128 random writes over 8224 bitmap blocks make batches
+# that need more than the 64 blocks one commit can stage, so a batch stages
+# what fits and the rest waits for the next.  fio's random map writes each
+# 4 KiB block once, so every write is a region of its own.
+log "QD128 random writes, bitmap writes delayed 5 ms: every region marked"
+dmsetup create slowmeta --table "0 $(sectors /dev/ram0) delay /dev/ram0 0 5"
+dev=$(dm_create big "0 $TIB chj $(dm_node slowmeta) /dev/mapper/z 8")
+assert_eq "3 0" "$(st big cur) $(st big marked)" "epoch 3, nothing marked"
+fio --name=qd128 --filename="$dev" --rw=randwrite --bs=4k --direct=1 \
+	--ioengine=libaio --iodepth=128 --number_ios=6000 --randrepeat=1 \
+	--randseed=7 --output-format=terse --eta=never >/dev/null
+assert_eq 6000 "$(st big marked)" "regions marked by 6000 distinct writes"
+stats=$(dmsetup message big 0 stats)
+stat_of() { tr ' ' '\n' <<<"$stats" | sed -n "s/^$1=//p"; }
+deferred=$(stat_of deferred_bios) commits=$(stat_of commits) blocks=$(stat_of bitmap_writes)
+log "stats: $deferred deferred, $commits commits, $blocks bitmap blocks written"
+[ "$commits" -lt "$deferred" ] || fail "no batching: $commits commits for $deferred writes"
+[ "$blocks" -gt $((commits * 8)) ] || fail "batches too small to test a full stage: $blocks blocks in $commits commits"
+dmsetup remove big slowmeta z
 log "ok"
