@@ -13,7 +13,9 @@ command -v dkms >/dev/null || fail "dkms is not installed (make deps)"
 kver=$(uname -r)
 name=$(sed -n 's/^PACKAGE_NAME="\(.*\)"$/\1/p' "$CHJ_ROOT/dkms.conf")
 ver=$(sed -n 's/^PACKAGE_VERSION="\(.*\)"$/\1/p' "$CHJ_ROOT/dkms.conf")
-[ "$name" = dm-chj ] && [ -n "$ver" ] || fail "dkms.conf: PACKAGE_NAME '$name', PACKAGE_VERSION '$ver'"
+if [ "$name" != dm-chj ] || [ -z "$ver" ]; then
+	fail "dkms.conf: PACKAGE_NAME '$name', PACKAGE_VERSION '$ver'"
+fi
 
 log "a source tree as the README's DKMS line makes it: dkms.conf, include/, dm-target/"
 src=/tmp/dkms-src
