@@ -30,6 +30,13 @@
 
 #define DM_MSG_PREFIX "chj"
 
+/*
+ * A submitter that finishes a batch inline also starts the next one, with
+ * other threads' writes in it.  After this many in a row it hands over to
+ * the worker, so that no writer's submit_bio() serves the others for long.
+ */
+#define CHJ_INLINE_BATCHES 64
+
 struct chj_target {
 	struct dm_target *ti;
 	struct dm_dev *metadata_dev;
@@ -61,6 +68,8 @@ struct chj_target {
 	struct bio_list batch;
 	bool batch_written;	/* the batch's writes ended; err in batch_err */
 	int batch_err;
+	/* Batches finished in a row by whichever thread submitted them. */
+	unsigned int inline_run;
 	struct workqueue_struct *wq;
 	struct work_struct worker;
 
@@ -280,6 +289,7 @@ static void start_batch(struct chj_target *c)
 		spin_lock_irq(&c->defer_lock);
 		if (c->paused || bio_list_empty(&c->deferred)) {
 			c->committing = false;
+			c->inline_run = 0;
 			spin_unlock_irq(&c->defer_lock);
 			if (wq_has_sleeper(&c->drain_wq))
 				wake_up(&c->drain_wq);
@@ -343,7 +353,8 @@ static void finish_batch(struct chj_target *c)
  * context inside a submit_bio() loop, with nothing held (a RAM disk
  * completes in its submitter), the batch is finished right here:
  * submit_bio_noacct() then only adds the held bios to current->bio_list.
- * Anywhere else (interrupt, a lock held, an error) the worker finishes it.
+ * Anywhere else (interrupt, a lock held, an error, or a thread that has
+ * finished CHJ_INLINE_BATCHES already) the worker finishes it.
  */
 static void batch_done(void *ctx, int err)
 {
@@ -351,11 +362,14 @@ static void batch_done(void *ctx, int err)
 
 	c->batch_err = err;
 	c->batch_written = true;
-	if (!err && in_task() && current->bio_list && preemptible() &&
-	    !rcu_preempt_depth())
+	if (!err && c->inline_run < CHJ_INLINE_BATCHES && in_task() &&
+	    current->bio_list && preemptible() && !rcu_preempt_depth()) {
+		c->inline_run++;
 		finish_batch(c);
-	else
+	} else {
+		c->inline_run = 0;
 		queue_work(c->wq, &c->worker);
+	}
 }
 
 /* Runs with the token: finish a written batch, or start one. */

@@ -64,5 +64,18 @@ deferred=$(stat_of deferred_bios) commits=$(stat_of commits) blocks=$(stat_of bi
 log "stats: $deferred deferred, $commits commits, $blocks bitmap blocks written"
 [ "$commits" -lt "$deferred" ] || fail "no batching: $commits commits for $deferred writes"
 [ "$blocks" -gt $((commits * 8)) ] || fail "batches too small to test a full stage: $blocks blocks in $commits commits"
-dmsetup remove big slowmeta z
+dmsetup remove big slowmeta
+
+# Four writers at once on the RAM-disk metadata, where a commit completes in
+# the thread that submitted it: that thread finishes the others' batches too,
+# until it hands over to the worker.  Each job writes its own 1 GiB.
+log "four synchronous writers at once: every region marked"
+dev=$(dm_create big "0 $TIB chj /dev/ram0 /dev/mapper/z 8")
+assert_eq 4 "$(dmsetup message big 0 checkpoint)" "checkpoint to epoch 4"
+fio --name=four --filename="$dev" --rw=randwrite --bs=4k --direct=1 \
+	--ioengine=psync --numjobs=4 --size=1G --offset_increment=1G \
+	--number_ios=3000 --randrepeat=1 --randseed=11 --output-format=terse \
+	--eta=never >/dev/null
+assert_eq 12000 "$(st big marked)" "regions marked by 4 x 3000 distinct writes"
+dmsetup remove big z
 log "ok"
