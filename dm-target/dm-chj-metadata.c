@@ -74,7 +74,7 @@ struct chj_metadata {
 	 */
 	u32 *raw_crc;
 	unsigned long *crc_known;
-	u32 wraw[CHJ_BATCH];
+	u32 wraw[CHJ_BATCH];	/* the registers of the buffers being written */
 
 	/* The staged blocks' writes: at most one batch is in flight. */
 	struct bio *wbio[CHJ_BATCH];	/* bio_kmalloc()ed, one vec each */
@@ -407,7 +407,7 @@ static void publish(struct chj_metadata *md, const struct chj_bitmap_block *b,
 /* CRC-32C register over bytes [4, 4096) of a block, before inversion. */
 static u32 block_raw_crc(const void *b)
 {
-	return crc32c(~0u, (const u8 *)b + 4, CHJ_BLOCK_SIZE - 4);
+	return ~chj_csum(b, CHJ_BLOCK_SIZE);
 }
 
 /*
@@ -435,7 +435,6 @@ static u32 gf2_mul(u32 x, u32 y)
 static void init_shift_by(void)
 {
 	unsigned int w;
-
 	size_t after;
 
 	for (w = 0; w < CHJ_BITMAP_WORDS; w++) {
@@ -450,7 +449,7 @@ static u32 word_crc_delta(u64 diff, unsigned int word)
 	return gf2_mul(crc32c(0, &diff, sizeof(diff)), shift_by[word]);
 }
 
-int chj_md_selftest(void)
+int chj_md_init(void)
 {
 	static const unsigned int words[] = { 0, 1, 255, CHJ_BITMAP_WORDS - 1 };
 	struct chj_bitmap_block *b = kmalloc(sizeof(*b), GFP_KERNEL);
@@ -488,82 +487,79 @@ static u32 staged_raw_crc(struct chj_metadata *md, unsigned int i)
 	unsigned int w, changed = 0;
 	u32 raw;
 
-	if (!md->raw_crc || !test_bit(md->blk[i], md->crc_known) ||
-	    md->lo[i] > md->hi[i])
-		return block_raw_crc(b);
-	for (w = md->lo[i]; w <= md->hi[i]; w++)
-		changed += now[w] != READ_ONCE(was[w]);
-	if (changed > CHJ_CSUM_WORDS)
+	if (!test_bit(md->blk[i], md->crc_known) || md->lo[i] > md->hi[i])
 		return block_raw_crc(b);
 	raw = md->raw_crc[md->blk[i]];
-	for (w = md->lo[i]; w <= md->hi[i]; w++)
-		if (now[w] != READ_ONCE(was[w]))
-			raw ^= word_crc_delta(now[w] ^ READ_ONCE(was[w]), w);
+	for (w = md->lo[i]; w <= md->hi[i]; w++) {
+		if (now[w] == was[w])
+			continue;
+		if (++changed > CHJ_CSUM_WORDS)
+			return block_raw_crc(b);
+		raw ^= word_crc_delta(now[w] ^ was[w], w);
+	}
 	return raw;
 }
 
-/* Checksum buffers [0, n) for writing; the register waits in raw[]. */
-static void csum_bufs(struct chj_metadata *md, unsigned int n, u32 *raw)
+/* Checksum buffers [0, n) for writing; each register waits in wraw[]. */
+static void csum_bufs(struct chj_metadata *md, unsigned int n)
 {
 	unsigned int i;
 
 	for (i = 0; i < n; i++) {
 		struct chj_bitmap_block *b = buf(md, i);
 
-		raw[i] = staged_raw_crc(md, i);
-		b->csum = cpu_to_le32(~raw[i]);
+		md->wraw[i] = staged_raw_crc(md, i);
+		b->csum = cpu_to_le32(~md->wraw[i]);
 	}
 	WRITE_ONCE(md->bitmap_writes, md->bitmap_writes + n);
 }
 
 /* Buffers [0, n) are durable: publish their bits and remember their CRCs. */
-static void publish_bufs(struct chj_metadata *md, unsigned int n, const u32 *raw)
+static void publish_bufs(struct chj_metadata *md, unsigned int n)
 {
 	unsigned int i;
 
 	for (i = 0; i < n; i++) {
 		publish(md, buf(md, i), md->blk[i], md->lo[i], md->hi[i]);
 		__set_bit(i, md->fresh);
-		if (md->raw_crc) {
-			md->raw_crc[md->blk[i]] = raw[i];
-			__set_bit(md->blk[i], md->crc_known);
-		}
+		md->raw_crc[md->blk[i]] = md->wraw[i];
+		__set_bit(md->blk[i], md->crc_known);
 	}
 }
 
-static u64 bitmap_sector(struct chj_metadata *md, unsigned int i)
+/* Where buffer i's bitmap block lives on the metadata device. */
+static u64 bitmap_block_nr(struct chj_metadata *md, unsigned int i)
 {
-	return (le64_to_cpu(md->sb.bitmap_start) + md->blk[i]) * CHJ_BLOCK_SECTORS;
+	return le64_to_cpu(md->sb.bitmap_start) + md->blk[i];
 }
 
 /* Write buffers [0, n) as bitmap blocks md->blk[], FUA, and wait. */
-static int write_bitmap_bufs(struct chj_metadata *md, unsigned int n, u32 *raw)
+static int write_bitmap_bufs(struct chj_metadata *md, unsigned int n)
 {
 	u64 where[CHJ_BATCH];
 	unsigned int i;
 
-	csum_bufs(md, n, raw);
+	csum_bufs(md, n);
 	for (i = 0; i < n; i++)
-		where[i] = bitmap_sector(md, i) / CHJ_BLOCK_SECTORS;
+		where[i] = bitmap_block_nr(md, i);
 	return chj_io(md, REQ_OP_WRITE | REQ_SYNC | REQ_FUA, where, md->pages, n);
 }
 
 static int chj_md_commit(struct chj_metadata *md)
 {
 	unsigned int n = md->nr_staged;
-	u32 raw[CHJ_BATCH];
 	int r;
 
 	if (!n)
 		return 0;
 	md->nr_staged = 0;
-	r = write_bitmap_bufs(md, n, raw);
+	r = write_bitmap_bufs(md, n);
 	if (r) {
 		forget_bufs(md);
 		DMERR("bitmap write failed: %d", r);
 		return r;
 	}
-	publish_bufs(md, n, raw);
+	publish_bufs(md, n);
 	return 0;
 }
 
@@ -590,7 +586,7 @@ unsigned int chj_md_write_staged(struct chj_metadata *md, chj_md_done_fn done,
 
 	if (!n)
 		return 0;
-	csum_bufs(md, n, md->wraw);
+	csum_bufs(md, n);
 	md->wdone = done;
 	md->wctx = ctx;
 	md->wstatus = BLK_STS_OK;
@@ -600,7 +596,7 @@ unsigned int chj_md_write_staged(struct chj_metadata *md, chj_md_done_fn done,
 
 		bio_init(bio, md->bdev, bio->bi_inline_vecs, 1,
 			 REQ_OP_WRITE | REQ_SYNC | REQ_FUA);
-		bio->bi_iter.bi_sector = bitmap_sector(md, i);
+		bio->bi_iter.bi_sector = bitmap_block_nr(md, i) * CHJ_BLOCK_SECTORS;
 		__bio_add_page(bio, md->pages[i], CHJ_BLOCK_SIZE, 0);
 		bio->bi_end_io = staged_endio;
 		bio->bi_private = md;
@@ -613,7 +609,7 @@ unsigned int chj_md_write_staged(struct chj_metadata *md, chj_md_done_fn done,
 void chj_md_end_staged(struct chj_metadata *md, int err)
 {
 	if (!err) {
-		publish_bufs(md, md->nr_staged, md->wraw);
+		publish_bufs(md, md->nr_staged);
 	} else {
 		forget_bufs(md);
 		DMERR("bitmap write failed: %d", err);
@@ -912,7 +908,6 @@ static int alloc_bits(struct chj_metadata *md, u64 bitmap_blocks)
 /* Write every bitmap block empty for the current epoch. */
 static int write_empty_bitmap(struct chj_metadata *md)
 {
-	u32 raw[CHJ_BATCH];
 	u64 blk = 0;
 	unsigned int i, n;
 	int r;
@@ -922,7 +917,7 @@ static int write_empty_bitmap(struct chj_metadata *md)
 		n = min_t(u64, CHJ_BATCH, md->bitmap_blocks - blk);
 		for (i = 0; i < n; i++)
 			memset(bitmap_buf(md, i, blk + i)->bits, 0, CHJ_BITMAP_BYTES);
-		r = write_bitmap_bufs(md, n, raw);
+		r = write_bitmap_bufs(md, n);
 		if (r)
 			return r;
 		blk += n;

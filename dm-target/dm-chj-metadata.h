@@ -63,8 +63,11 @@ unsigned int chj_md_write_staged(struct chj_metadata *md, chj_md_done_fn done,
  */
 void chj_md_end_staged(struct chj_metadata *md, int err);
 
-/* Check the incremental bitmap checksum against a whole-block one. */
-int chj_md_selftest(void);
+/*
+ * At module load: build the table the incremental bitmap checksum needs and
+ * check it against a whole-block CRC.  -errno refuses the module.
+ */
+int chj_md_init(void);
 
 /* End the current epoch: journal its change set, switch the superblock. */
 int chj_md_checkpoint(struct chj_metadata *md, u64 *new_epoch);

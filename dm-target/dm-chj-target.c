@@ -83,7 +83,7 @@ struct chj_target {
 	bool fail_recorded;
 	/* For the stats message: bios deferred, group commits. */
 	atomic64_t deferred_bios;
-	u64 commits;	/* written by the token's holder */
+	u64 commits;	/* batches written; by the token's holder */
 
 	/* Preallocated record for failed_list; NULL once handed over. */
 	struct chj_failed *failed_rec;
@@ -182,6 +182,15 @@ static bool take_failed(dev_t dev)
 
 /* ------------------------------------------------------------ bio path -- */
 
+/* Take the committer token if it is free and there is work: defer_lock held. */
+static bool take_token(struct chj_target *c)
+{
+	if (c->committing || c->paused || bio_list_empty(&c->deferred))
+		return false;
+	c->committing = true;
+	return true;
+}
+
 /*
  * With c->lock held: wait for the batch in flight, if any, and let no other
  * start, so that the caller has the metadata to itself.
@@ -193,8 +202,6 @@ static void pause_commits(struct chj_target *c)
 	spin_unlock_irq(&c->defer_lock);
 	wait_event(c->drain_wq, !READ_ONCE(c->committing));
 }
-
-static bool take_token(struct chj_target *c);
 
 static void resume_commits(struct chj_target *c)
 {
@@ -237,15 +244,6 @@ static u64 ahead(struct chj_target *c, u64 first, u64 last)
 	if (!c->mark_ahead || !first || !chj_md_durable(c->md, first - 1, first - 1))
 		return last;
 	return min(last + c->mark_ahead, nr - 1);
-}
-
-/* Take the committer token if it is free and there is work: defer_lock held. */
-static bool take_token(struct chj_target *c)
-{
-	if (c->committing || c->paused || bio_list_empty(&c->deferred))
-		return false;
-	c->committing = true;
-	return true;
 }
 
 /* With the token: move waiting bios into the batch and stage their marks. */
@@ -305,11 +303,9 @@ static void start_batch(struct chj_target *c)
 		}
 		stage_batch(c, &bios);
 		c->batch_written = false;
-		WRITE_ONCE(c->commits, c->commits + 1);
 		/* From here batch_done() may run at any moment, on any CPU. */
 		if (chj_md_write_staged(c->md, batch_done, c))
 			return;
-		WRITE_ONCE(c->commits, c->commits - 1);
 		while ((bio = bio_list_pop(&c->batch)))
 			issue(c, bio);
 	}
@@ -336,6 +332,7 @@ static void finish_batch(struct chj_target *c)
 	int err = c->batch_err;
 
 	c->batch_written = false;
+	WRITE_ONCE(c->commits, c->commits + 1);
 	chj_md_end_staged(c->md, err);
 	if (err) {
 		WRITE_ONCE(c->failed, true);
@@ -826,7 +823,7 @@ static struct target_type chj_target = {
 
 static int __init dm_chj_init(void)
 {
-	int r = chj_md_selftest();
+	int r = chj_md_init();
 
 	if (r)
 		return r;
