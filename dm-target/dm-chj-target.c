@@ -12,7 +12,9 @@
  * wait in a batch whose marks are group-committed, then are issued.  One
  * batch is written at a time; writes arriving meanwhile form the next one.
  * Whoever finds no batch in flight starts one, from the bio path itself, so
- * a device that completes at once (a RAM disk) never waits for a worker.
+ * a device that completes at once (a RAM disk) never waits for a worker;
+ * unless its submitters do not wait for their writes, when a worker on
+ * another CPU commits in parallel with them (choose_offload()).
  * A checkpoint drains in-flight writes so that none can straddle two epochs
  * unmarked in the second.
  *
@@ -22,6 +24,7 @@
 #include <linux/device-mapper.h>
 #include <linux/module.h>
 #include <linux/mutex.h>
+#include <linux/sched/clock.h>
 #include <linux/slab.h>
 #include <linux/wait.h>
 #include <linux/workqueue.h>
@@ -36,6 +39,20 @@
  * the worker, so that no writer's submit_bio() serves the others for long.
  */
 #define CHJ_INLINE_BATCHES 64
+
+/*
+ * Offload (see choose_offload()): the worker leaves the CPU to others after
+ * this many batches; offload ends after this many first-touch writes in a
+ * row that overlapped no other; probes are this far apart.
+ */
+#define CHJ_WORKER_BATCHES 256
+#define CHJ_SERIAL_EXIT 4
+#define CHJ_PROBE_INTERVAL (HZ / 20)
+
+static unsigned int commit_poll_us = 50;
+module_param(commit_poll_us, uint, 0644);
+MODULE_PARM_DESC(commit_poll_us,
+		 "How long the commit worker waits for the next first-touch write when commits are offloaded (microseconds; 0: never offload)");
 
 struct chj_target {
 	struct dm_target *ti;
@@ -72,6 +89,23 @@ struct chj_target {
 	unsigned int inline_run;
 	struct workqueue_struct *wq;
 	struct work_struct worker;
+	/*
+	 * Offload, under defer_lock: the worker runs the batches on another
+	 * CPU and polls for the next first-touch write.  polling: it does so
+	 * now, without the token, and will take it for whatever arrives.
+	 */
+	bool offload;
+	bool polling;
+	unsigned int serial;
+	unsigned long next_probe;
+	/* The last first-touch submitter (compared, never dereferenced). */
+	const void *last_task;
+	unsigned long last_nvcsw;
+	/* The last batch's writes ended inside its submitter's submit_bio(). */
+	bool md_sync;
+	const void *batch_task;	/* who submitted them (compared only) */
+	/* First-touch writes deferred and not yet ended. */
+	atomic_t ft_pending;
 
 	/* Writes issued on the fast path or from a batch, not yet ended. */
 	atomic_t in_flight;
@@ -83,6 +117,7 @@ struct chj_target {
 	bool fail_recorded;
 	/* For the stats message: bios deferred, group commits. */
 	atomic64_t deferred_bios;
+	atomic64_t offloaded_bios;	/* deferred with the worker asked to commit */
 	u64 commits;	/* batches written; by the token's holder */
 
 	/* Preallocated record for failed_list; NULL once handed over. */
@@ -96,6 +131,7 @@ struct chj_failed {
 
 struct chj_bio {
 	bool counted;	/* holds an in_flight reference */
+	bool first_touch;	/* counted in ft_pending */
 };
 
 /*
@@ -303,6 +339,7 @@ static void start_batch(struct chj_target *c)
 		}
 		stage_batch(c, &bios);
 		c->batch_written = false;
+		c->batch_task = current;
 		/* From here batch_done() may run at any moment, on any CPU. */
 		if (chj_md_write_staged(c->md, batch_done, c))
 			return;
@@ -356,11 +393,13 @@ static void finish_batch(struct chj_target *c)
 static void batch_done(void *ctx, int err)
 {
 	struct chj_target *c = ctx;
+	bool sync = in_task() && current->bio_list;
 
 	c->batch_err = err;
 	c->batch_written = true;
-	if (!err && c->inline_run < CHJ_INLINE_BATCHES && in_task() &&
-	    current->bio_list && preemptible() && !rcu_preempt_depth()) {
+	WRITE_ONCE(c->md_sync, sync && current == c->batch_task);
+	if (!err && c->inline_run < CHJ_INLINE_BATCHES && sync &&
+	    preemptible() && !rcu_preempt_depth()) {
 		c->inline_run++;
 		finish_batch(c);
 	} else {
@@ -369,15 +408,113 @@ static void batch_done(void *ctx, int err)
 	}
 }
 
-/* Runs with the token: finish a written batch, or start one. */
+/*
+ * Offload, in the worker, without the token: wait up to commit_poll_us for
+ * a first-touch write, and take the token if one is waiting.  Submitters
+ * that see polling set leave the token to the worker, so they queue their
+ * bio and return: no wake-up, and the commit runs on this CPU meanwhile.
+ */
+static bool poll_for_bios(struct chj_target *c)
+{
+	u64 until = local_clock() + (u64)READ_ONCE(commit_poll_us) * NSEC_PER_USEC;
+	bool start;
+
+	spin_lock_irq(&c->defer_lock);
+	if (!c->offload || c->committing || c->paused) {
+		spin_unlock_irq(&c->defer_lock);
+		return false;
+	}
+	c->polling = true;
+	spin_unlock_irq(&c->defer_lock);
+	/* A hint read unlocked; the decision below is made under the lock. */
+	while (!READ_ONCE(c->deferred.head) && READ_ONCE(c->offload) &&
+	       !READ_ONCE(c->paused) && !need_resched() &&
+	       local_clock() < until)
+		cpu_relax();
+	spin_lock_irq(&c->defer_lock);
+	c->polling = false;
+	start = take_token(c);
+	spin_unlock_irq(&c->defer_lock);
+	return start;
+}
+
+/*
+ * Runs with the token: finish a written batch, or start one.  When offloaded,
+ * go on with the batches that arrive while polling, for a while; then hand
+ * the token to a fresh run of this work item, so that the CPU is shared.
+ */
 static void do_worker(struct work_struct *ws)
 {
 	struct chj_target *c = container_of(ws, struct chj_target, worker);
+	unsigned int n;
 
 	if (c->batch_written)
 		finish_batch(c);
 	else
 		start_batch(c);
+	for (n = 0; poll_for_bios(c); n++) {
+		if (n == CHJ_WORKER_BATCHES) {
+			queue_work(c->wq, &c->worker);
+			return;
+		}
+		start_batch(c);
+		cond_resched();
+	}
+}
+
+/* A CPU other than this one, for the worker when commits are offloaded. */
+static int other_cpu(void)
+{
+	int cpu = cpumask_next(raw_smp_processor_id(), cpu_online_mask);
+
+	return cpu < nr_cpu_ids ? cpu : cpumask_first(cpu_online_mask);
+}
+
+/*
+ * With defer_lock: should this first-touch write's batch run in the worker
+ * on another CPU?  Only when the metadata device completes in its submitter
+ * (a RAM disk): then committing inline costs the submitter a whole bitmap
+ * write per write, while a worker on another CPU commits in parallel with
+ * submitters that do not wait for their writes (async I/O, several
+ * threads).  A synchronous writer gains nothing from a second CPU and pays
+ * for the wake-ups, so offload needs evidence of such a submitter:
+ *
+ * - a write is "alone" if no other first-touch write is pending;
+ * - a submitter "waited" if it slept since its last first-touch write.
+ *
+ * With commits inline, a submitter never overlaps its own writes, so every
+ * CHJ_PROBE_INTERVAL one write is offloaded; offload starts if the next
+ * write comes before it ends.  Offloaded, CHJ_SERIAL_EXIT writes in a row
+ * that are alone and waited for end it.
+ */
+static bool choose_offload(struct chj_target *c, bool alone)
+{
+	bool waited = c->last_task != current ||
+		      c->last_nvcsw != current->nvcsw;
+
+	c->last_task = current;
+	c->last_nvcsw = current->nvcsw;
+	if (!READ_ONCE(c->md_sync) || !READ_ONCE(commit_poll_us) ||
+	    num_online_cpus() < 2) {
+		c->offload = false;
+		return false;
+	}
+	if (c->offload) {
+		if (!alone || !waited)
+			c->serial = 0;
+		else if (++c->serial >= CHJ_SERIAL_EXIT)
+			c->offload = false;
+		return c->offload;
+	}
+	if (!alone) {
+		c->offload = true;
+		c->serial = 0;
+		return true;
+	}
+	if (time_before(jiffies, c->next_probe))
+		return false;
+	c->next_probe = jiffies + CHJ_PROBE_INTERVAL;
+	return true;
 }
 
 /*
@@ -387,15 +524,25 @@ static void do_worker(struct work_struct *ws)
  */
 static void defer_bio(struct chj_target *c, struct bio *bio)
 {
+	struct chj_bio *pb = dm_per_bio_data(bio, sizeof(*pb));
 	unsigned long flags;
-	bool start;
+	bool alone, remote, start;
 
+	pb->first_touch = true;
+	alone = atomic_inc_return(&c->ft_pending) == 1;
 	atomic64_inc(&c->deferred_bios);
 	spin_lock_irqsave(&c->defer_lock, flags);
 	bio_list_add(&c->deferred, bio);
-	start = take_token(c);
+	remote = choose_offload(c, alone);
+	start = !c->polling && take_token(c);
 	spin_unlock_irqrestore(&c->defer_lock, flags);
-	if (start)
+	if (remote)
+		atomic64_inc(&c->offloaded_bios);
+	if (!start)
+		return;
+	if (remote)
+		queue_work_on(other_cpu(), c->wq, &c->worker);
+	else
 		start_batch(c);
 }
 
@@ -406,6 +553,7 @@ static int chj_map(struct dm_target *ti, struct bio *bio)
 	u64 first, last;
 
 	pb->counted = false;
+	pb->first_touch = false;
 	bio_set_dev(bio, c->origin_dev->bdev);
 	bio->bi_iter.bi_sector = dm_target_offset(ti, bio->bi_iter.bi_sector);
 	if (!bio_writes_data(bio))
@@ -436,9 +584,12 @@ static int chj_end_io(struct dm_target *ti, struct bio *bio,
 		      blk_status_t *error)
 {
 	struct chj_bio *pb = dm_per_bio_data(bio, sizeof(*pb));
+	struct chj_target *c = ti->private;
 
+	if (pb->first_touch)
+		atomic_dec(&c->ft_pending);
 	if (pb->counted)
-		put_in_flight(ti->private);
+		put_in_flight(c);
 	return DM_ENDIO_DONE;
 }
 
@@ -477,9 +628,10 @@ static int stats(struct chj_target *c, char *result, unsigned int maxlen)
 	if (c->md)
 		chj_md_stats(c->md, &st);
 	scnprintf(result, maxlen,
-		  "deferred_bios=%llu commits=%llu bitmap_writes=%llu journal_writes=%llu superblock_writes=%llu",
+		  "deferred_bios=%llu commits=%llu bitmap_writes=%llu journal_writes=%llu superblock_writes=%llu offloaded_bios=%llu",
 		  (u64)atomic64_read(&c->deferred_bios), READ_ONCE(c->commits),
-		  st.bitmap_writes, st.journal_writes, st.sb_writes);
+		  st.bitmap_writes, st.journal_writes, st.sb_writes,
+		  (u64)atomic64_read(&c->offloaded_bios));
 	return 1;
 }
 
@@ -776,6 +928,7 @@ static int chj_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 	init_waitqueue_head(&c->drain_wq);
 	c->suspended = true;
 	c->paused = true;
+	c->next_probe = jiffies;
 	c->failed_rec = kzalloc(sizeof(*c->failed_rec), GFP_KERNEL);
 	if (!c->failed_rec) {
 		ti->error = "Cannot allocate target";

@@ -122,6 +122,8 @@ main() {
 		log "baseline: epoch $E begins at log mark 'base' ($(elapsed))"
 		workload "$IOS"
 		log "chj status: $(dmsetup status c)"
+		# offloaded_bios > 0: commits ran in the worker on the other CPU.
+		log "chj stats: $(dmsetup message c 0 stats)"
 		log "log-writes status: $(dmsetup status lw)"
 		lw_down
 		log "workload done ($(elapsed))"

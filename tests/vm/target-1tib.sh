@@ -1,7 +1,8 @@
 #!/bin/bash
 # A 1 TiB origin (dm-zero) at 4 KiB regions loads and tracks inside the
 # 3 GiB guest; reports the kernel memory it costs.  Also the commit path when
-# batches outgrow the 64 bitmap blocks one commit stages.
+# batches outgrow the 64 bitmap blocks one commit stages, and offloaded
+# commits.
 # vm-timeout: 400
 # shellcheck source=tests/vm/lib.sh disable=SC1091
 . "$CHJ_ROOT/tests/vm/lib.sh"
@@ -77,5 +78,27 @@ fio --name=four --filename="$dev" --rw=randwrite --bs=4k --direct=1 \
 	--number_ios=3000 --randrepeat=1 --randseed=11 --output-format=terse \
 	--eta=never >/dev/null
 assert_eq 12000 "$(st big marked)" "regions marked by 4 x 3000 distinct writes"
+
+# Offloaded commits (docs/dm-chj.txt): on RAM-disk metadata, a submitter
+# that does not wait for its writes (libaio, QD32) has its commits run by
+# the worker on the other CPU; a synchronous one (psync, QD1) keeps them
+# inline, but for a probe every 50 ms.
+offloaded() { dmsetup message big 0 stats | tr ' ' '\n' | sed -n 's/^offloaded_bios=//p'; }
+log "offload: QD32 libaio in the worker, QD1 psync inline; every region marked"
+assert_eq 5 "$(dmsetup message big 0 checkpoint)" "checkpoint to epoch 5"
+o0=$(offloaded)
+fio --name=qd32 --filename="$dev" --rw=randwrite --bs=4k --direct=1 \
+	--ioengine=libaio --iodepth=32 --size=1G --number_ios=20000 --randrepeat=1 \
+	--randseed=13 --output-format=terse --eta=never >/dev/null
+o1=$(offloaded)
+assert_eq 20000 "$(st big marked)" "regions marked by 20000 distinct QD32 writes"
+fio --name=qd1 --filename="$dev" --rw=randwrite --bs=4k --direct=1 \
+	--ioengine=psync --offset=1G --size=1G --number_ios=3000 --randrepeat=1 \
+	--randseed=17 --output-format=terse --eta=never >/dev/null
+o2=$(offloaded)
+assert_eq 23000 "$(st big marked)" "regions marked after 3000 more QD1 writes"
+log "offloaded: $((o1 - o0)) of 20000 QD32 writes, $((o2 - o1)) of 3000 QD1 writes"
+[ $((o1 - o0)) -ge 10000 ] || fail "QD32 libaio: only $((o1 - o0)) of 20000 writes offloaded"
+[ $((o2 - o1)) -le 300 ] || fail "QD1 psync: $((o2 - o1)) of 3000 writes offloaded"
 dmsetup remove big z
 log "ok"
