@@ -104,6 +104,7 @@ struct chj_target {
 	/* The last batch's writes ended inside its submitter's submit_bio(). */
 	bool md_sync;
 	const void *batch_task;	/* who submitted them (compared only) */
+	unsigned long batch_nvcsw;	/* its context switches then */
 	/* First-touch writes deferred and not yet ended. */
 	atomic_t ft_pending;
 
@@ -340,6 +341,7 @@ static void start_batch(struct chj_target *c)
 		stage_batch(c, &bios);
 		c->batch_written = false;
 		c->batch_task = current;
+		c->batch_nvcsw = current->nvcsw;
 		/* From here batch_done() may run at any moment, on any CPU. */
 		if (chj_md_write_staged(c->md, batch_done, c))
 			return;
@@ -397,7 +399,12 @@ static void batch_done(void *ctx, int err)
 
 	c->batch_err = err;
 	c->batch_written = true;
-	WRITE_ONCE(c->md_sync, sync && current == c->batch_task);
+	/*
+	 * Not sync if the submitter slept meanwhile: a kworker may run the
+	 * batch and, later, the work of a device that delayed its writes.
+	 */
+	WRITE_ONCE(c->md_sync, sync && current == c->batch_task &&
+		   current->nvcsw == c->batch_nvcsw);
 	if (!err && c->inline_run < CHJ_INLINE_BATCHES && sync &&
 	    preemptible() && !rcu_preempt_depth()) {
 		c->inline_run++;
