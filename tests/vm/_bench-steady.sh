@@ -1,0 +1,65 @@
+#!/bin/bash
+# Steady state only, more precisely than scripts/bench's short jobs:
+# dm-linear and dm-chj (every region marked with mark_all, so no write is a
+# first touch) alternate on the same brd RAM disks, 8 repetitions of
+# 100000 random 4 KiB O_DIRECT writes at QD1 and at QD32 each.  If
+# build/ref-dm-chj.ko exists (another build of the module, for example
+# the previous commit's), it runs as a third target "ref".  Not part of
+# make check: run with scripts/vm-test _bench-steady and compare the
+# per-repetition ratios printed at the end.
+# vm-timeout: 1500
+# shellcheck source=tests/vm/lib.sh disable=SC1091
+. "$CHJ_ROOT/tests/vm/lib.sh"
+SIZE_MIB=1024
+NIOS=100000
+REF=$CHJ_ROOT/build/ref-dm-chj.ko
+brd_setup 2 $((SIZE_MIB << 10))
+dd if=/dev/zero of=/dev/ram1 bs=1M count=$SIZE_MIB oflag=direct status=none
+S=$(sectors /dev/ram1)
+cfgs="linear chj"
+[ -f "$REF" ] && cfgs="linear chj ref"
+
+iops() {	# QD
+	local engine=psync
+	[ "$1" -gt 1 ] && engine=libaio
+	fio --name=b --filename=/dev/mapper/b --rw=randwrite --bs=4k --direct=1 \
+		--ioengine=$engine --iodepth="$1" --number_ios=$NIOS --randrepeat=0 \
+		--norandommap --size=${SIZE_MIB}M --output-format=terse --terse-version=3 \
+		--eta=never | cut -d';' -f49
+}
+
+load() {	# MODULE
+	rmmod dm_chj
+	insmod "$1"
+}
+
+: >/tmp/results
+for rep in $(seq 8); do
+	for cfg in $cfgs; do
+		dd if=/dev/zero of=/dev/ram0 bs=1M count=8 oflag=direct status=none
+		case $cfg in
+		linear) dmsetup create b --table "0 $S linear /dev/ram1 0" ;;
+		*)
+			if [ "$cfg" = ref ]; then load "$REF"; else load "$CHJ_ROOT/dm-target/dm-chj.ko"; fi
+			dmsetup create b --table "0 $S chj /dev/ram0 /dev/ram1 8"
+			dmsetup message b 0 mark_all
+			;;
+		esac
+		dmsetup mknodes b
+		echo "$rep $cfg $(iops 1) $(iops 32)" | tee -a /tmp/results
+		dmsetup remove b
+	done
+done
+# Per-repetition ratio against dm-linear: mean, sd, min, max.
+for cfg in $cfgs; do
+	[ "$cfg" = linear ] && continue
+	for col in 3 4; do
+		awk -v cfg="$cfg" -v col="$col" '
+			$2 == "linear" { lin[$1] = $col }
+			$2 == cfg { r = $col / lin[$1]; n++; s += r; ss += r * r
+				if (n == 1 || r < lo) lo = r; if (n == 1 || r > hi) hi = r }
+			END { m = s / n; sd = sqrt((ss - n * m * m) / (n - 1))
+				printf "RATIO %s/linear %s n=%d mean %.3f sd %.3f min %.3f max %.3f\n",
+					cfg, (col == 3 ? "QD1" : "QD32"), n, m, sd, lo, hi }' /tmp/results
+	done
+done
