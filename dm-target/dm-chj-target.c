@@ -25,6 +25,7 @@
 #include <linux/module.h>
 #include <linux/mutex.h>
 #include <linux/sched/clock.h>
+#include <linux/sched/isolation.h>
 #include <linux/slab.h>
 #include <linux/wait.h>
 #include <linux/workqueue.h>
@@ -469,12 +470,19 @@ static void do_worker(struct work_struct *ws)
 	}
 }
 
-/* A CPU other than this one, for the worker when commits are offloaded. */
+/*
+ * For the worker when commits are offloaded: a CPU other than this one that
+ * may run workqueues (not isolated from them), or -1 if there is none.
+ */
 static int other_cpu(void)
 {
-	int cpu = cpumask_next(raw_smp_processor_id(), cpu_online_mask);
+	const struct cpumask *hk = housekeeping_cpumask(HK_TYPE_WQ);
+	int self = raw_smp_processor_id();
+	int cpu = cpumask_next_and(self, cpu_online_mask, hk);
 
-	return cpu < nr_cpu_ids ? cpu : cpumask_first(cpu_online_mask);
+	if (cpu >= nr_cpu_ids)
+		cpu = cpumask_first_and(cpu_online_mask, hk);
+	return cpu < nr_cpu_ids && cpu != self ? cpu : -1;
 }
 
 /*
@@ -534,6 +542,7 @@ static void defer_bio(struct chj_target *c, struct bio *bio)
 	struct chj_bio *pb = dm_per_bio_data(bio, sizeof(*pb));
 	unsigned long flags;
 	bool alone, remote, start;
+	int cpu;
 
 	pb->first_touch = true;
 	alone = atomic_inc_return(&c->ft_pending) == 1;
@@ -547,8 +556,9 @@ static void defer_bio(struct chj_target *c, struct bio *bio)
 		atomic64_inc(&c->offloaded_bios);
 	if (!start)
 		return;
-	if (remote)
-		queue_work_on(other_cpu(), c->wq, &c->worker);
+	cpu = remote ? other_cpu() : -1;
+	if (cpu >= 0)
+		queue_work_on(cpu, c->wq, &c->worker);
 	else
 		start_batch(c);
 }
