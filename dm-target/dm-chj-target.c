@@ -55,6 +55,12 @@ module_param(commit_poll_us, uint, 0644);
 MODULE_PARM_DESC(commit_poll_us,
 		 "How long the commit worker waits for the next first-touch write when commits are offloaded (microseconds; 0: never offload)");
 
+/* A task and its voluntary context switches then: has it slept since? */
+struct chj_task_mark {
+	const void *task;	/* compared, never dereferenced */
+	unsigned long nvcsw;
+};
+
 struct chj_target {
 	struct dm_target *ti;
 	struct dm_dev *metadata_dev;
@@ -99,13 +105,10 @@ struct chj_target {
 	bool polling;
 	unsigned int serial;
 	unsigned long next_probe;
-	/* The last first-touch submitter (compared, never dereferenced). */
-	const void *last_task;
-	unsigned long last_nvcsw;
+	struct chj_task_mark last_submitter;	/* of a first-touch write */
 	/* The last batch's writes ended inside its submitter's submit_bio(). */
 	bool md_sync;
-	const void *batch_task;	/* who submitted them (compared only) */
-	unsigned long batch_nvcsw;	/* its context switches then */
+	struct chj_task_mark batch_submitter;
 	/* First-touch writes deferred and not yet ended. */
 	atomic_t ft_pending;
 
@@ -219,6 +222,18 @@ static bool take_failed(dev_t dev)
 }
 
 /* ------------------------------------------------------------ bio path -- */
+
+static void mark_task(struct chj_task_mark *m)
+{
+	m->task = current;
+	m->nvcsw = current->nvcsw;
+}
+
+/* Is this the marked task, and has it not slept since? */
+static bool awake_since(const struct chj_task_mark *m)
+{
+	return m->task == current && m->nvcsw == current->nvcsw;
+}
 
 /* Take the committer token if it is free and there is work: defer_lock held. */
 static bool take_token(struct chj_target *c)
@@ -341,8 +356,7 @@ static void start_batch(struct chj_target *c)
 		}
 		stage_batch(c, &bios);
 		c->batch_written = false;
-		c->batch_task = current;
-		c->batch_nvcsw = current->nvcsw;
+		mark_task(&c->batch_submitter);
 		/* From here batch_done() may run at any moment, on any CPU. */
 		if (chj_md_write_staged(c->md, batch_done, c))
 			return;
@@ -404,8 +418,7 @@ static void batch_done(void *ctx, int err)
 	 * Not sync if the submitter slept meanwhile: a kworker may run the
 	 * batch and, later, the work of a device that delayed its writes.
 	 */
-	WRITE_ONCE(c->md_sync, sync && current == c->batch_task &&
-		   current->nvcsw == c->batch_nvcsw);
+	WRITE_ONCE(c->md_sync, sync && awake_since(&c->batch_submitter));
 	if (!err && c->inline_run < CHJ_INLINE_BATCHES && sync &&
 	    preemptible() && !rcu_preempt_depth()) {
 		c->inline_run++;
@@ -504,11 +517,9 @@ static int other_cpu(void)
  */
 static bool choose_offload(struct chj_target *c, bool alone)
 {
-	bool waited = c->last_task != current ||
-		      c->last_nvcsw != current->nvcsw;
+	bool waited = !awake_since(&c->last_submitter);
 
-	c->last_task = current;
-	c->last_nvcsw = current->nvcsw;
+	mark_task(&c->last_submitter);
 	if (!READ_ONCE(c->md_sync) || !READ_ONCE(commit_poll_us) ||
 	    num_online_cpus() < 2) {
 		c->offload = false;

@@ -16,6 +16,14 @@ st() {
 	}' <<<"$line" || fail "st: unknown field $2"
 }
 
+# chj_stat NAME KEY: one counter of the "stats" message (docs/dm-chj.txt).
+chj_stat() {
+	local line
+	line=$(dmsetup message "$1" 0 stats) || fail "dmsetup message $1 0 stats"
+	tr ' ' '\n' <<<"$line" | awk -F= -v k="$2" '$1 == k { print $2; f = 1 } END { exit !f }' ||
+		fail "chj_stat: no $2 in '$line'"
+}
+
 # status_mode NAME: the mode word (last field).
 status_mode() { dmsetup status "$1" | awk '{print $NF}'; }
 

@@ -59,9 +59,8 @@ fio --name=qd128 --filename="$dev" --rw=randwrite --bs=4k --direct=1 \
 	--ioengine=libaio --iodepth=128 --number_ios=6000 --randrepeat=1 \
 	--randseed=7 --output-format=terse --eta=never >/dev/null
 assert_eq 6000 "$(st big marked)" "regions marked by 6000 distinct writes"
-stats=$(dmsetup message big 0 stats)
-stat_of() { tr ' ' '\n' <<<"$stats" | sed -n "s/^$1=//p"; }
-deferred=$(stat_of deferred_bios) commits=$(stat_of commits) blocks=$(stat_of bitmap_writes)
+deferred=$(chj_stat big deferred_bios) commits=$(chj_stat big commits)
+blocks=$(chj_stat big bitmap_writes)
 log "stats: $deferred deferred, $commits commits, $blocks bitmap blocks written"
 [ "$commits" -lt "$deferred" ] || fail "no batching: $commits commits for $deferred writes"
 [ "$blocks" -gt $((commits * 8)) ] || fail "batches too small to test a full stage: $blocks blocks in $commits commits"
@@ -83,19 +82,18 @@ assert_eq 12000 "$(st big marked)" "regions marked by 4 x 3000 distinct writes"
 # that does not wait for its writes (libaio, QD32) has its commits run by
 # the worker on the other CPU; a synchronous one (psync, QD1) keeps them
 # inline, but for a probe every 50 ms.
-offloaded() { dmsetup message big 0 stats | tr ' ' '\n' | sed -n 's/^offloaded_bios=//p'; }
 log "offload: QD32 libaio in the worker, QD1 psync inline; every region marked"
 assert_eq 5 "$(dmsetup message big 0 checkpoint)" "checkpoint to epoch 5"
-o0=$(offloaded)
+o0=$(chj_stat big offloaded_bios)
 fio --name=qd32 --filename="$dev" --rw=randwrite --bs=4k --direct=1 \
 	--ioengine=libaio --iodepth=32 --size=1G --number_ios=20000 --randrepeat=1 \
 	--randseed=13 --output-format=terse --eta=never >/dev/null
-o1=$(offloaded)
+o1=$(chj_stat big offloaded_bios)
 assert_eq 20000 "$(st big marked)" "regions marked by 20000 distinct QD32 writes"
 fio --name=qd1 --filename="$dev" --rw=randwrite --bs=4k --direct=1 \
 	--ioengine=psync --offset=1G --size=1G --number_ios=3000 --randrepeat=1 \
 	--randseed=17 --output-format=terse --eta=never >/dev/null
-o2=$(offloaded)
+o2=$(chj_stat big offloaded_bios)
 assert_eq 23000 "$(st big marked)" "regions marked after 3000 more QD1 writes"
 log "offloaded: $((o1 - o0)) of 20000 QD32 writes, $((o2 - o1)) of 3000 QD1 writes"
 [ $((o1 - o0)) -ge 10000 ] || fail "QD32 libaio: only $((o1 - o0)) of 20000 writes offloaded"
