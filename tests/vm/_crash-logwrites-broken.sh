@@ -1,7 +1,7 @@
 #!/bin/bash
 # Manual check (not in make check): lw-replay catches deliberately broken
 # dm-chj builds on the real kernel stack, and passes this tree's dm-chj on
-# the same workload.  First: tests/logwrites/build-broken-targets, then
+# the same workload.  First: make -C tests/order (tests/order/build-broken-targets), then
 # scripts/vm-test _crash-logwrites-broken.
 # vm-timeout: 600
 # shellcheck source=tests/vm/lib.sh disable=SC1091
@@ -12,8 +12,8 @@ LW_ORIG_S=$((64 << 11))
 # shellcheck source=tests/vm/_logwrites.sh disable=SC1091
 . "$CHJ_ROOT/tests/vm/_logwrites.sh"
 
-BROKEN=$CHJ_ROOT/build/lw-broken
-[ -f "$BROKEN/no-fua/dm-chj.ko" ] || fail "run tests/logwrites/build-broken-targets first"
+BROKEN=$CHJ_ROOT/build/order-broken/$(uname -r)
+[ -f "$BROKEN/no-fua/dm-chj.ko" ] || fail "run make -C tests/order first"
 REAL=$CHJ_ROOT/dm-target/dm-chj.ko
 
 # run MODULE RS DELAY_MS: load MODULE, run a short workload under

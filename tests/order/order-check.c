@@ -1,0 +1,835 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * order-check: prove dm-chj's write-ahead rule from a block trace.
+ *
+ * Input: the text of /sys/kernel/tracing/trace recorded with the counter
+ * trace clock (every event gets a global sequence number, so the file is a
+ * total order across CPUs) and the events block_bio_queue,
+ * block_bio_complete, block_rq_issue, block_rq_complete, plus markers
+ * written to trace_marker by the test ("chj-order: checkpoint begin" ...).
+ *
+ * The rule, per epoch and region: the first write issued to the origin for
+ * a region must be queued only after a write of a metadata block that marks
+ * the region was queued (after the region's first incoming write in the
+ * epoch) and became durable.  Durable means: completed on a device without a
+ * volatile write cache; or completed with FUA; or completed before a flush
+ * that was issued after it and completed.  On a blk-mq device the bio's own
+ * completion is not traced, so there the request events tell: a data
+ * request that covers the write completed, then a flush request was issued
+ * and completed (QEMU's virtio disks emulate FUA that way: data, then a
+ * post-flush).  Also checked: no origin write is in flight when the
+ * superblock that ends an epoch is queued, and none is queued until it is
+ * durable (a write straddling the switch could be lost from both epochs).
+ *
+ * Which metadata blocks mark a region comes from the format (marks_of()):
+ * format 1 has one bitmap block per CHJ_REGIONS_PER_BLOCK regions.  The
+ * layout is read from the metadata device's superblock with libchj.
+ *
+ * Exit: 0 no violation, 1 violations or a trace that cannot be trusted
+ * (out of order, lost events, no epoch to check), 2 usage.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "chj_format.h"
+#include "libchj.h"
+
+#define NONE UINT64_MAX
+
+enum kind { EV_QUEUE, EV_BIO_DONE, EV_RQ_ISSUE, EV_RQ_DONE, EV_MARK };
+enum op { OP_READ, OP_WRITE, OP_DISCARD, OP_FLUSH, OP_OTHER };
+
+struct ev {
+	uint64_t ts;
+	uint64_t sector;
+	int cpu;
+	uint32_t dev;
+	uint32_t nr;
+	uint8_t kind, op;
+	bool preflush, fua;
+	int err;
+	char mark[48];		/* EV_MARK: the text after "chj-order: " */
+};
+
+/* A bio being followed until it is durable (metadata) or done (origin). */
+struct tracked {
+	uint64_t qts, sector, done_ts, durable_ts;
+	uint32_t nr, done_sectors;
+	uint8_t op;
+	bool preflush, fua, is_sb, failed;
+	size_t next;		/* index of the next live one, for removal */
+};
+
+struct dev_model {
+	uint32_t dev;
+	bool write_through;
+	bool rq_based;		/* completions come as request events */
+	struct tracked *t;	/* outstanding (not yet done) bios */
+	size_t n, cap;
+	/* completed, not yet durable (write-back devices) */
+	struct tracked *w;
+	size_t wn, wcap;
+	/* flushes issued, not yet completed: issue times, FIFO */
+	uint64_t *fl;
+	size_t fn, fcap;
+};
+
+static struct {
+	uint32_t chj, meta, origin;
+	uint64_t region_sectors, nr_regions, bitmap_start, bitmap_blocks;
+	uint32_t mark_ahead;
+	bool fake_no_marks;
+	unsigned max_report;
+} cfg = { .max_report = 20 };
+
+static struct ev *evs;
+static size_t nevs, evcap;
+
+/* Per region, current epoch: earliest incoming write queued after it began. */
+static uint64_t *ifirst;
+static uint32_t *checked_epoch;
+/* Per metadata block: latest queue time of a durable write; pre-marked. */
+static uint64_t *maxq, *premark;
+static uint64_t meta_blocks;
+
+static struct stats {
+	uint64_t origin_writes, first_writes, unchecked, meta_writes, durable,
+		 flushes, epochs, violations, first_violations, drain_violations,
+		 switch_violations;
+} st;
+
+static void die(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("order-check: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	exit(1);
+}
+
+static void *grow(void *p, size_t *cap, size_t need, size_t size)
+{
+	if (need <= *cap)
+		return p;
+	*cap = need < 64 ? 64 : need * 2;
+	p = realloc(p, *cap * size);
+	if (!p)
+		die("out of memory");
+	return p;
+}
+
+/* ---------------------------------------------------------------- parse -- */
+
+static int parse_dev(const char *s, uint32_t *dev)
+{
+	unsigned maj, min;
+	char end;
+
+	if (sscanf(s, "%u,%u%c", &maj, &min, &end) != 2 &&
+	    sscanf(s, "%u:%u%c", &maj, &min, &end) != 2)
+		return -1;
+	if (maj > 4095 || min > 0xfffff)
+		return -1;
+	*dev = maj << 20 | min;
+	return 0;
+}
+
+/* blk_fill_rwbs(): [F]{W,R,D,DE,F,N}[F][A][S][M] */
+static void parse_rwbs(const char *s, struct ev *e)
+{
+	size_t i = 0;
+
+	e->preflush = s[0] == 'F' && s[1] && strchr("WRDFN", s[1]);
+	if (e->preflush)
+		i++;
+	switch (s[i]) {
+	case 'W': e->op = OP_WRITE; break;
+	case 'R': e->op = OP_READ; break;
+	case 'D': e->op = OP_DISCARD; if (s[i + 1] == 'E') i++; break;
+	case 'F': e->op = OP_FLUSH; break;
+	default: e->op = OP_OTHER; break;
+	}
+	if (s[i])
+		i++;
+	e->fua = s[i] == 'F';
+}
+
+static bool data_op(const struct ev *e)
+{
+	/* Writes, discards, and the rest (write zeroes) that carry sectors. */
+	return e->op != OP_READ && e->op != OP_FLUSH && e->nr;
+}
+
+/*
+ * One line of the trace: "TASK-PID [CPU] FLAGS TS: EVENT: PAYLOAD".
+ * Returns 0 for an event kept, 1 for a line to skip.
+ */
+static int parse_line(char *line, struct ev *e)
+{
+	char *p, *ev, *pl, rwbs[16], devs[32];
+	unsigned long long sector;
+	unsigned nr;
+	int err;
+
+	if (line[0] == '#')
+		return 1;
+	if (strstr(line, "LOST") && strstr(line, "EVENTS"))
+		die("the trace lost events: %s (a larger buffer_size_kb)", line);
+	p = strstr(line, "] ");
+	if (!p)
+		return 1;
+	memset(e, 0, sizeof(*e));
+	{
+		char *b = p;
+
+		while (b > line && b[-1] != '[')
+			b--;
+		e->cpu = atoi(b);
+	}
+	/* skip the flags column, then TS: */
+	p = strchr(p + 2, ' ');
+	if (!p)
+		return 1;
+	while (*p == ' ')
+		p++;
+	e->ts = strtoull(p, &ev, 10);
+	if (ev == p || *ev != ':')
+		return 1;
+	ev += 2;
+	pl = strstr(ev, ": ");
+	if (!pl)
+		return 1;
+	*pl = 0;
+	pl += 2;
+	if (!strcmp(ev, "tracing_mark_write")) {
+		const char *tag = "chj-order: ";
+
+		if (strncmp(pl, tag, strlen(tag)))
+			return 1;
+		e->kind = EV_MARK;
+		snprintf(e->mark, sizeof(e->mark), "%s", pl + strlen(tag));
+		e->mark[strcspn(e->mark, "\n")] = 0;
+		return 0;
+	}
+	if (!strcmp(ev, "block_bio_queue") || !strcmp(ev, "block_bio_complete")) {
+		if (sscanf(pl, "%31s %15s %llu + %u", devs, rwbs, &sector, &nr) != 4)
+			die("cannot parse: %s: %s", ev, pl);
+		e->kind = ev[10] == 'q' ? EV_QUEUE : EV_BIO_DONE;
+		if (e->kind == EV_BIO_DONE && sscanf(strrchr(pl, '['), "[%d]", &err) == 1)
+			e->err = err;
+	} else if (!strcmp(ev, "block_rq_issue") || !strcmp(ev, "block_rq_complete")) {
+		/* issue: DEV RWBS BYTES (CMD) SECTOR + NR; complete: DEV RWBS (CMD) SECTOR + NR [ERR] */
+		char *q = strstr(pl, ") ");
+
+		if (sscanf(pl, "%31s %15s", devs, rwbs) != 2 || !q ||
+		    sscanf(q + 2, "%llu + %u", &sector, &nr) != 2)
+			die("cannot parse: %s: %s", ev, pl);
+		e->kind = ev[9] == 'i' ? EV_RQ_ISSUE : EV_RQ_DONE;
+		if (e->kind == EV_RQ_DONE && sscanf(strrchr(pl, '['), "[%d]", &err) == 1)
+			e->err = err;
+	} else {
+		return 1;
+	}
+	if (parse_dev(devs, &e->dev))
+		die("bad device in: %s", pl);
+	e->sector = sector;
+	e->nr = nr;
+	parse_rwbs(rwbs, e);
+	return 0;
+}
+
+static bool is_done(const struct ev *e)
+{
+	return e->kind == EV_BIO_DONE || e->kind == EV_RQ_DONE;
+}
+
+static uint64_t ties;
+
+/*
+ * An event that interrupts another one's recording on the same CPU gets
+ * the same timestamp (the ring buffer's zero delta), so their real order
+ * is unknown.  Take the pessimistic one: completions after the rest, so a
+ * tie never makes a write durable before what it is compared with.
+ */
+static void order_ties(size_t from, size_t to)
+{
+	struct ev tmp[16];
+	size_t n = 0, i;
+
+	if (to - from > 16)
+		die("more than 16 events share timestamp %" PRIu64, evs[from].ts);
+	ties++;
+	for (i = from; i < to; i++)
+		if (!is_done(&evs[i]))
+			tmp[n++] = evs[i];
+	for (i = from; i < to; i++)
+		if (is_done(&evs[i]))
+			tmp[n++] = evs[i];
+	memcpy(evs + from, tmp, n * sizeof(*tmp));
+}
+
+static void read_trace(FILE *f)
+{
+	char *line = NULL;
+	size_t cap = 0, run = 0;
+
+	while (getline(&line, &cap, f) > 0) {
+		struct ev e;
+
+		if (parse_line(line, &e))
+			continue;
+		if (nevs && e.ts < evs[nevs - 1].ts)
+			die("the trace is not in one total order (timestamp %" PRIu64
+			    " after %" PRIu64 "): record it with the counter clock",
+			    e.ts, evs[nevs - 1].ts);
+		if (nevs && e.ts == evs[nevs - 1].ts && e.cpu != evs[nevs - 1].cpu)
+			die("CPUs %d and %d share timestamp %" PRIu64 ": not the counter clock",
+			    e.cpu, evs[nevs - 1].cpu, e.ts);
+		if (nevs && e.ts != evs[nevs - 1].ts) {
+			if (nevs - run > 1)
+				order_ties(run, nevs);
+			run = nevs;
+		}
+		evs = grow(evs, &evcap, nevs + 1, sizeof(*evs));
+		evs[nevs++] = e;
+	}
+	if (nevs - run > 1)
+		order_ties(run, nevs);
+	free(line);
+}
+
+/* ------------------------------------------------------------ the format -- */
+
+/*
+ * Metadata blocks whose durable write marks region r, into out[]; returns
+ * how many.  Format 1: the bitmap block holding r's bit.  A later format
+ * adds its own (an intent block covering r's chunk) here.
+ */
+static unsigned marks_of(uint64_t r, uint64_t out[2])
+{
+	out[0] = cfg.bitmap_start + r / CHJ_REGIONS_PER_BLOCK;
+	return 1;
+}
+
+static bool is_bitmap_block(uint64_t b)
+{
+	return b >= cfg.bitmap_start && b < cfg.bitmap_start + cfg.bitmap_blocks;
+}
+
+static bool is_sb_write(const struct ev *e)
+{
+	return e->op == OP_WRITE && e->nr && e->sector < CHJ_SB_COPIES * CHJ_BLOCK_SECTORS;
+}
+
+/* ------------------------------------------------------ device modelling -- */
+
+static struct dev_model meta_dm, origin_dm;
+
+static void track(struct dev_model *d, const struct ev *e)
+{
+	struct tracked *t;
+
+	d->t = grow(d->t, &d->cap, d->n + 1, sizeof(*d->t));
+	t = &d->t[d->n++];
+	memset(t, 0, sizeof(*t));
+	t->qts = e->ts;
+	t->sector = e->sector;
+	t->nr = e->nr;
+	t->op = e->op;
+	t->preflush = e->preflush;
+	t->fua = e->fua;
+	t->is_sb = d == &meta_dm && is_sb_write(e);
+}
+
+static void durable(struct dev_model *d, struct tracked *t, uint64_t ts);
+
+/* t's data reached the device at ts (or failed). */
+static void data_done(struct dev_model *d, struct tracked *t, uint64_t ts, bool fua)
+{
+	t->done_ts = ts;
+	if (t->failed)
+		return;
+	if (d->write_through || fua) {
+		durable(d, t, ts);
+		return;
+	}
+	d->w = grow(d->w, &d->wcap, d->wn + 1, sizeof(*d->w));
+	d->w[d->wn++] = *t;
+}
+
+/* A flush issued at issue_ts completed at ts: what completed before it is durable. */
+static void flush_done(struct dev_model *d, uint64_t issue_ts, uint64_t ts)
+{
+	size_t i = 0;
+
+	st.flushes += d == &meta_dm;
+	while (i < d->wn) {
+		if (d->w[i].done_ts < issue_ts) {
+			durable(d, &d->w[i], ts);
+			d->w[i] = d->w[--d->wn];
+		} else {
+			i++;
+		}
+	}
+}
+
+static void untrack(struct dev_model *d, size_t i)
+{
+	d->t[i] = d->t[--d->n];
+}
+
+/*
+ * A bio-level completion: the bio with the same range, else one whose end
+ * matches (the iterator advanced), else the oldest overlapping one; for an
+ * empty flush, the oldest empty flush (the conservative choice).
+ */
+static void bio_done(struct dev_model *d, const struct ev *e)
+{
+	size_t i, best = SIZE_MAX;
+	int rank = 4;
+
+	for (i = 0; i < d->n; i++) {
+		struct tracked *t = &d->t[i];
+		int r;
+
+		if (!e->nr && !t->nr)
+			r = 2;
+		else if (t->sector == e->sector && t->nr == e->nr)
+			r = 0;
+		else if (t->nr && t->sector + t->nr == e->sector + e->nr)
+			r = 1;
+		else if (e->nr && t->sector < e->sector + e->nr && e->sector < t->sector + t->nr)
+			r = 3;
+		else
+			continue;
+		if (r < rank || (r == rank && t->qts < d->t[best].qts)) {
+			rank = r;
+			best = i;
+		}
+	}
+	if (best == SIZE_MAX)
+		return;		/* queued before the trace began */
+	{
+		struct tracked t = d->t[best];
+
+		untrack(d, best);
+		t.failed = e->err != 0;
+		if (t.nr)
+			data_done(d, &t, e->ts, t.fua);
+		else
+			t.done_ts = e->ts;
+		/* A preflush bio's completion flushed what completed before it was queued. */
+		if (t.preflush && !t.failed)
+			flush_done(d, t.qts, e->ts);
+	}
+}
+
+/* Request level: a data request covering [sector, +nr) completed. */
+static void rq_done(struct dev_model *d, const struct ev *e)
+{
+	size_t i = 0;
+
+	if (e->op == OP_FLUSH || (!e->nr && e->preflush)) {
+		if (!d->fn)
+			return;
+		/* The oldest flush in flight: the conservative guess. */
+		{
+			uint64_t issue = d->fl[0];
+
+			memmove(d->fl, d->fl + 1, --d->fn * sizeof(*d->fl));
+			if (!e->err)
+				flush_done(d, issue, e->ts);
+		}
+		return;
+	}
+	if (!e->nr)
+		return;		/* the end of a flush sequence: already counted */
+	while (i < d->n) {
+		struct tracked *t = &d->t[i];
+		uint64_t lo, hi;
+
+		if (!t->nr || t->sector >= e->sector + e->nr || e->sector >= t->sector + t->nr) {
+			i++;
+			continue;
+		}
+		lo = t->sector > e->sector ? t->sector : e->sector;
+		hi = t->sector + t->nr < e->sector + e->nr ? t->sector + t->nr : e->sector + e->nr;
+		t->done_sectors += hi - lo;
+		if (e->err)
+			t->failed = true;
+		if (t->done_sectors >= t->nr) {
+			struct tracked done = *t;
+
+			untrack(d, i);
+			data_done(d, &done, e->ts, e->fua);
+			continue;
+		}
+		i++;
+	}
+}
+
+static void rq_issue(struct dev_model *d, const struct ev *e)
+{
+	if (e->op != OP_FLUSH)
+		return;
+	d->fl = grow(d->fl, &d->fcap, d->fn + 1, sizeof(*d->fl));
+	d->fl[d->fn++] = e->ts;
+}
+
+/* ------------------------------------------------------------- checking -- */
+
+static uint64_t epoch;		/* epochs begun inside the trace; 0 before */
+static uint64_t epoch_start;	/* ts the current epoch's superblock became durable */
+static uint64_t switch_sb_qts = NONE;	/* the pending epoch switch's sb write */
+static bool switching;
+static uint64_t premark_from = NONE;	/* a premark window is open since */
+
+static void violation(const char *fmt, ...)
+{
+	va_list ap;
+
+	if (++st.violations > cfg.max_report)
+		return;
+	fputs("violation: ", stdout);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+}
+
+static void durable(struct dev_model *d, struct tracked *t, uint64_t ts)
+{
+	uint64_t b, first, last;
+
+	t->durable_ts = ts;
+	if (d != &meta_dm)
+		return;
+	st.durable++;
+	if (t->is_sb && t->qts == switch_sb_qts) {
+		/* The superblock ending the epoch is durable: a new epoch. */
+		epoch++;
+		st.epochs++;
+		epoch_start = ts;
+		switching = false;
+		switch_sb_qts = NONE;
+	}
+	if (t->op != OP_WRITE || cfg.fake_no_marks)
+		return;
+	first = t->sector / CHJ_BLOCK_SECTORS;
+	last = (t->sector + t->nr - 1) / CHJ_BLOCK_SECTORS;
+	for (b = first; b <= last && b < meta_blocks; b++) {
+		if (!is_bitmap_block(b))
+			continue;
+		if (t->qts > maxq[b])
+			maxq[b] = t->qts;
+		if (premark_from != NONE && t->qts > premark_from)
+			premark[b] = t->qts;
+	}
+}
+
+/* Incoming writes on the chj device not yet matched to an origin write. */
+static struct ev *inc;
+static size_t ninc, inccap;
+
+static void incoming(const struct ev *e)
+{
+	uint64_t r, r0 = e->sector / cfg.region_sectors;
+	uint64_t r1 = (e->sector + e->nr - 1) / cfg.region_sectors;
+
+	for (r = r0; r <= r1 && r < cfg.nr_regions; r++)
+		if (ifirst[r] == NONE || ifirst[r] <= epoch_start)
+			ifirst[r] = e->ts;
+	inc = grow(inc, &inccap, ninc + 1, sizeof(*inc));
+	inc[ninc++] = *e;
+}
+
+/* The incoming write this origin write carries out: same range, else overlapping. */
+static uint64_t match_incoming(const struct ev *o)
+{
+	size_t i, best = SIZE_MAX;
+	uint64_t ts;
+
+	for (i = 0; i < ninc; i++) {
+		if (inc[i].sector == o->sector && inc[i].nr == o->nr) {
+			best = i;
+			break;
+		}
+		if (best == SIZE_MAX && inc[i].sector < o->sector + o->nr &&
+		    o->sector < inc[i].sector + inc[i].nr)
+			best = i;
+	}
+	if (best == SIZE_MAX)
+		return NONE;
+	ts = inc[best].ts;
+	memmove(inc + best, inc + best + 1, (--ninc - best) * sizeof(*inc));
+	return ts;
+}
+
+static void origin_write(const struct ev *e)
+{
+	uint64_t r, r0 = e->sector / cfg.region_sectors;
+	uint64_t r1 = (e->sector + e->nr - 1) / cfg.region_sectors;
+	uint64_t its = match_incoming(e);
+
+	st.origin_writes++;
+	if (switching) {
+		st.switch_violations++;
+		violation("origin write %" PRIu64 "+%u queued at #%" PRIu64
+			  " while the superblock ending epoch %" PRIu64 " (queued at #%" PRIu64
+			  ") is not durable", e->sector, e->nr, e->ts, epoch, switch_sb_qts);
+	}
+	if (!epoch) {
+		st.unchecked++;
+		return;
+	}
+	if (r1 >= cfg.nr_regions)
+		die("origin write %" PRIu64 "+%u past the %" PRIu64 " regions of the format",
+		    e->sector, e->nr, cfg.nr_regions);
+	for (r = r0; r <= r1; r++) {
+		uint64_t blk[2], req = NONE, lo;
+		unsigned i, n = marks_of(r, blk);
+		bool ok = false;
+
+		/* Earliest incoming write in this epoch to r (or mark_ahead before it). */
+		lo = r > cfg.mark_ahead ? r - cfg.mark_ahead : 0;
+		for (uint64_t q = lo; q <= r; q++)
+			if (ifirst[q] != NONE && ifirst[q] > epoch_start && ifirst[q] < req)
+				req = ifirst[q];
+		if (its != NONE && its < req)
+			req = its;
+		if (req == NONE || req < epoch_start)
+			req = epoch_start;
+		for (i = 0; i < n; i++)
+			if ((blk[i] < meta_blocks && maxq[blk[i]] > req) ||
+			    (blk[i] < meta_blocks && premark[blk[i]] > epoch_start))
+				ok = true;
+		if (checked_epoch[r] != epoch) {
+			checked_epoch[r] = (uint32_t)epoch;
+			st.first_writes++;
+			st.first_violations += !ok;
+		}
+		if (!ok)
+			violation("origin write %" PRIu64 "+%u queued at #%" PRIu64
+				  " (region %" PRIu64 ", epoch %" PRIu64 "): no durable write of"
+				  " metadata block %" PRIu64 " queued after #%" PRIu64,
+				  e->sector, e->nr, e->ts, r, epoch, blk[0], req);
+	}
+}
+
+/* The superblock write that ends the epoch: the last one in each checkpoint window. */
+static void find_switches(bool *is_switch)
+{
+	size_t i, last = SIZE_MAX;
+	bool in = false;
+
+	for (i = 0; i < nevs; i++) {
+		struct ev *e = &evs[i];
+
+		if (e->kind == EV_MARK && !strcmp(e->mark, "checkpoint begin")) {
+			if (in)
+				die("checkpoint windows overlap at #%" PRIu64, e->ts);
+			in = true;
+			last = SIZE_MAX;
+		} else if (e->kind == EV_MARK && !strcmp(e->mark, "checkpoint end")) {
+			if (!in)
+				die("checkpoint end without begin at #%" PRIu64, e->ts);
+			if (last == SIZE_MAX)
+				die("no superblock write in the checkpoint window ending at #%" PRIu64, e->ts);
+			is_switch[last] = true;
+			in = false;
+		} else if (in && e->kind == EV_QUEUE && e->dev == cfg.meta && is_sb_write(e)) {
+			last = i;
+		}
+	}
+	if (in)
+		die("a checkpoint window never ends");
+}
+
+static void check(void)
+{
+	bool *is_switch = calloc(nevs ? nevs : 1, sizeof(bool));
+	size_t i;
+
+	if (!is_switch)
+		die("out of memory");
+	find_switches(is_switch);
+	for (i = 0; i < nevs; i++) {
+		struct ev *e = &evs[i];
+
+		if (e->kind == EV_MARK) {
+			if (!strcmp(e->mark, "premark begin"))
+				premark_from = e->ts;
+			else if (!strcmp(e->mark, "premark end"))
+				premark_from = NONE;
+			continue;
+		}
+		if (e->dev == cfg.meta) {
+			if (e->kind == EV_QUEUE) {
+				if (e->op == OP_WRITE && e->nr)
+					st.meta_writes++;
+				if (is_switch[i]) {
+					/* Nothing may be in flight to the origin now. */
+					for (size_t k = 0; k < origin_dm.n; k++) {
+						struct tracked *t = &origin_dm.t[k];
+
+						if (t->op == OP_READ || t->op == OP_FLUSH || !t->nr)
+							continue;
+						st.drain_violations++;
+						violation("origin write %" PRIu64 "+%u queued at #%" PRIu64
+							  " still in flight when the epoch switch began at #%" PRIu64,
+							  t->sector, t->nr, t->qts, e->ts);
+					}
+					switch_sb_qts = e->ts;
+					switching = true;
+				}
+				if (e->op != OP_READ)
+					track(&meta_dm, e);
+			} else if (e->kind == EV_BIO_DONE && !meta_dm.rq_based) {
+				bio_done(&meta_dm, e);
+			} else if (e->kind == EV_RQ_ISSUE && meta_dm.rq_based) {
+				rq_issue(&meta_dm, e);
+			} else if (e->kind == EV_RQ_DONE && meta_dm.rq_based) {
+				rq_done(&meta_dm, e);
+			}
+		} else if (e->dev == cfg.origin) {
+			if (e->kind == EV_QUEUE) {
+				if (data_op(e)) {
+					origin_write(e);
+					track(&origin_dm, e);
+				}
+			} else if (e->kind == EV_BIO_DONE && !origin_dm.rq_based) {
+				bio_done(&origin_dm, e);
+			} else if (e->kind == EV_RQ_DONE && origin_dm.rq_based) {
+				rq_done(&origin_dm, e);
+			}
+		} else if (e->dev == cfg.chj && e->kind == EV_QUEUE && data_op(e)) {
+			incoming(e);
+		}
+	}
+	free(is_switch);
+}
+
+/* ----------------------------------------------------------------- main -- */
+
+static void usage(void)
+{
+	fputs("usage: order-check --chj MAJ,MIN --origin MAJ,MIN --meta MAJ,MIN --metadata PATH\n"
+	      "                   [--meta-write-through] [--origin-write-through]\n"
+	      "                   [--mark-ahead N] [--fake-no-marks] [--max-report N] [TRACE]\n"
+	      "Checks dm-chj's write-ahead order in a block trace (counter clock); see the\n"
+	      "comment at the top of order-check.c and docs/testing.md.\n", stderr);
+	exit(2);
+}
+
+/* A device's completions are request events if the trace has any for it. */
+static bool rq_based(uint32_t dev)
+{
+	for (size_t i = 0; i < nevs; i++)
+		if (evs[i].dev == dev && evs[i].kind == EV_BIO_DONE)
+			return false;
+	for (size_t i = 0; i < nevs; i++)
+		if (evs[i].dev == dev && evs[i].kind == EV_RQ_DONE)
+			return true;
+	return false;
+}
+
+int main(int argc, char **argv)
+{
+	const char *metadata = NULL, *trace = NULL;
+	bool have[3] = { false };
+	struct chj_meta *m;
+	struct chj_error err;
+	struct chj_sb sb;
+	FILE *f = stdin;
+	int i;
+
+	for (i = 1; i < argc; i++) {
+		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+
+		if (!strcmp(a, "--chj") && v) {
+			if (parse_dev(v, &cfg.chj)) usage();
+			have[0] = true; i++;
+		} else if (!strcmp(a, "--origin") && v) {
+			if (parse_dev(v, &cfg.origin)) usage();
+			have[1] = true; i++;
+		} else if (!strcmp(a, "--meta") && v) {
+			if (parse_dev(v, &cfg.meta)) usage();
+			have[2] = true; i++;
+		} else if (!strcmp(a, "--metadata") && v) {
+			metadata = v; i++;
+		} else if (!strcmp(a, "--meta-write-through")) {
+			meta_dm.write_through = true;
+		} else if (!strcmp(a, "--origin-write-through")) {
+			origin_dm.write_through = true;
+		} else if (!strcmp(a, "--mark-ahead") && v) {
+			cfg.mark_ahead = (uint32_t)strtoul(v, NULL, 10); i++;
+		} else if (!strcmp(a, "--max-report") && v) {
+			cfg.max_report = (unsigned)strtoul(v, NULL, 10); i++;
+		} else if (!strcmp(a, "--fake-no-marks")) {
+			cfg.fake_no_marks = true;
+		} else if (a[0] == '-' && a[1]) {
+			usage();
+		} else if (!trace) {
+			trace = a;
+		} else {
+			usage();
+		}
+	}
+	if (!have[0] || !have[1] || !have[2] || !metadata)
+		usage();
+	if (chj_meta_open(&m, metadata, 0, &err) || chj_sb_read(m, &sb, &err))
+		die("%s", err.msg);
+	chj_meta_close(m);
+	cfg.region_sectors = sb.region_sectors;
+	cfg.nr_regions = sb.nr_regions;
+	cfg.bitmap_start = sb.bitmap_start;
+	cfg.bitmap_blocks = sb.bitmap_blocks;
+	meta_blocks = sb.metadata_blocks;
+
+	if (trace && !(f = fopen(trace, "r")))
+		die("%s: %s", trace, strerror(errno));
+	read_trace(f);
+	if (f != stdin)
+		fclose(f);
+	meta_dm.rq_based = rq_based(cfg.meta);
+	origin_dm.rq_based = rq_based(cfg.origin);
+
+	ifirst = malloc(cfg.nr_regions * sizeof(*ifirst));
+	checked_epoch = calloc(cfg.nr_regions, sizeof(*checked_epoch));
+	maxq = calloc(meta_blocks, sizeof(*maxq));
+	premark = calloc(meta_blocks, sizeof(*premark));
+	if (!ifirst || !checked_epoch || !maxq || !premark)
+		die("out of memory");
+	memset(ifirst, 0xff, cfg.nr_regions * sizeof(*ifirst));
+	check();
+
+	printf("order-check: %zu events; metadata %s, %s; %" PRIu64 " bitmap/metadata writes"
+	       " (%" PRIu64 " durable), %" PRIu64 " flushes; %" PRIu64 " timestamp ties\n", nevs,
+	       meta_dm.rq_based ? "request events" : "bio events",
+	       meta_dm.write_through ? "write-through" : "write-back",
+	       st.meta_writes, st.durable, st.flushes, ties);
+	printf("order-check: %" PRIu64 " origin writes (%" PRIu64 " before the first checkpoint,"
+	       " not checked); %" PRIu64 " first writes checked in %" PRIu64 " epochs\n",
+	       st.origin_writes, st.unchecked, st.first_writes, st.epochs);
+	if (switching)
+		die("the last epoch switch never became durable");
+	if (!st.epochs || !st.first_writes)
+		die("nothing to check: no checkpoint window or no first write after one");
+	if (st.violations) {
+		printf("order-check: %" PRIu64 " violations (%" PRIu64 " at first writes, %" PRIu64
+		       " in flight at an epoch switch, %" PRIu64 " queued during one)\n",
+		       st.violations, st.first_violations, st.drain_violations,
+		       st.switch_violations);
+		return 1;
+	}
+	printf("order-check: 0 violations\n");
+	return 0;
+}

@@ -1,0 +1,93 @@
+# shellcheck shell=bash
+# Issue-order tracing for VM tests (tests/order/order-check), sourced after
+# lib.sh and _chj.sh.  Block tracepoints with the counter clock give a total
+# order of every bio queued and completed on the chj device, its origin and
+# its metadata device; markers written to trace_marker tell the checker where
+# the checkpoints are.
+#
+#   order_start NAME      trace NAME's devices (clears the buffer)
+#   order_ckpt NAME       a checkpoint the checker knows about (prints epoch)
+#   order_premark_begin / order_premark_end   around mark_all and reloads
+#                         that may mark all: blocks written there mark every
+#                         region they hold
+#   order_stop FILE       stop, refuse a trace that lost events, save it
+#   order_check NAME METADATA_PATH FILE [order-check options]
+ORDER_T=/sys/kernel/tracing
+ORDER_CHECK=$CHJ_ROOT/tests/order/order-check
+ORDER_BUF_KB=${ORDER_BUF_KB:-65536}
+ORDER_EVENTS="block_bio_queue block_bio_complete block_rq_issue block_rq_complete"
+
+# _order_devs NAME: "CHJ META ORIGIN" as MAJ:MIN from the live table.
+_order_devs() {
+	local chj t
+	chj=$(dmsetup info -c --noheadings -o major,minor --separator : "$1") ||
+		fail "dmsetup info $1"
+	t=$(dmsetup table "$1") || fail "dmsetup table $1"
+	# 0 LEN chj META ORIGIN RS ...
+	read -r _ _ target meta origin _ <<<"$t"
+	[ "$target" = chj ] || fail "$1 is not a chj device: $t"
+	echo "${chj// /} $meta $origin"
+}
+
+# _order_kdev MAJ:MIN: the kernel's dev_t encoding the trace filter uses.
+_order_kdev() { echo $((${1%%:*} << 20 | ${1##*:})); }
+
+order_start() {
+	local devs d filter="" e
+	mountpoint -q $ORDER_T || mount -t tracefs nodev $ORDER_T
+	echo 0 >$ORDER_T/tracing_on
+	echo counter >$ORDER_T/trace_clock
+	echo "$ORDER_BUF_KB" >$ORDER_T/buffer_size_kb
+	read -ra devs <<<"$(_order_devs "$1")"
+	for d in "${devs[@]}"; do
+		filter="${filter:+$filter || }dev == $(_order_kdev "$d")"
+	done
+	for e in $ORDER_EVENTS; do
+		echo "$filter" >"$ORDER_T/events/block/$e/filter"
+		echo 1 >"$ORDER_T/events/block/$e/enable"
+	done
+	: >$ORDER_T/trace
+	echo 1 >$ORDER_T/tracing_on
+}
+
+order_mark() { echo "chj-order: $*" >$ORDER_T/trace_marker; }
+
+order_ckpt() {
+	local e
+	order_mark "checkpoint begin"
+	e=$(dmsetup message "$1" 0 checkpoint) || fail "checkpoint $1"
+	order_mark "checkpoint end"
+	echo "$e"
+}
+
+order_premark_begin() { order_mark "premark begin"; }
+order_premark_end() { order_mark "premark end"; }
+
+order_stop() {
+	local f cpu over
+	echo 0 >$ORDER_T/tracing_on
+	for f in $ORDER_T/per_cpu/cpu*/stats; do
+		cpu=$(basename "$(dirname "$f")")
+		over=$(awk -F': ' '$1 == "overrun" || $1 == "commit overrun" || $1 == "dropped events" { s += $2 } END { print s + 0 }' "$f")
+		[ "$over" = 0 ] || fail "the trace lost $over events on $cpu (ORDER_BUF_KB=$ORDER_BUF_KB too small)"
+	done
+	cat $ORDER_T/trace >"$1"
+	: >$ORDER_T/trace
+	for e in $ORDER_EVENTS; do echo 0 >"$ORDER_T/events/block/$e/enable"; done
+}
+
+# order_check NAME METADATA FILE [options]: run the checker on a saved trace;
+# the metadata device's cache mode comes from sysfs.
+order_check() {
+	local name=$1 meta_path=$2 file=$3 devs opts=()
+	shift 3
+	read -ra devs <<<"$(_order_devs "$name")"
+	if grep -q "write through" "/sys/dev/block/${devs[1]}/queue/write_cache"; then
+		opts+=(--meta-write-through)
+	fi
+	if grep -q "write through" "/sys/dev/block/${devs[2]}/queue/write_cache"; then
+		opts+=(--origin-write-through)
+	fi
+	"$ORDER_CHECK" --chj "${devs[0]}" --meta "${devs[1]}" --origin "${devs[2]}" \
+		--metadata "$meta_path" "${opts[@]}" "$@" "$file"
+}

@@ -1,0 +1,109 @@
+#!/bin/bash
+# The issue-order checker's negative controls: dm-chj builds broken on
+# purpose from this tree (tests/order/build-broken-targets: issue before the
+# bitmap write, publish before it completes, no FUA on a write-back device,
+# no drain at a checkpoint) must each fail tests/order/order-check, and this
+# tree's module must pass the same setup and workload.
+# vm-disks: 64M
+# vm-timeout: 600
+# shellcheck source=tests/vm/lib.sh disable=SC1091
+. "$CHJ_ROOT/tests/vm/lib.sh"
+# shellcheck source=tests/vm/_chj.sh disable=SC1091
+. "$CHJ_ROOT/tests/vm/_chj.sh"
+# shellcheck source=tests/vm/_order.sh disable=SC1091
+. "$CHJ_ROOT/tests/vm/_order.sh"
+
+BROKEN=$CHJ_ROOT/build/order-broken/$(uname -r)
+REAL=$CHJ_ROOT/dm-target/dm-chj.ko
+TRACE=/tmp/order-trace.txt
+
+use_module() {
+	rmmod dm_chj
+	insmod "$1"
+}
+
+fio_c() {
+	local name=$1
+	shift
+	fio --name="$name" --filename=/dev/mapper/c --size=32M --direct=1 \
+		--randrepeat=0 --eta=never --output=/dev/null "$@" || fail "fio $name"
+}
+
+# setup VARIANT: the devices the variant's bug shows on; sets META ORIGIN RS.
+setup() {
+	case $1 in
+	issue-early) META=/dev/ram1 ORIGIN=/dev/ram0 RS=8 ;;
+	publish-early)
+		# Slow bitmap writes and many writes per region in flight.
+		dm_create md "0 $(sectors /dev/ram1) delay /dev/ram1 0 0 /dev/ram1 0 5" >/dev/null
+		META=/dev/mapper/md ORIGIN=/dev/ram0 RS=128 ;;
+	no-fua) META=/dev/vda ORIGIN=/dev/ram0 RS=8 ;;
+	no-drain)
+		# Origin writes that stay in flight for a while.
+		dm_create od "0 $(sectors /dev/ram0) delay /dev/ram0 0 0 /dev/ram0 0 20" >/dev/null
+		META=/dev/ram1 ORIGIN=/dev/mapper/od RS=8 ;;
+	esac
+	dd if=/dev/zero of="$META" bs=1M count=4 oflag=direct status=none
+	dm_create c "$(chj_table "$META" "$ORIGIN" "$RS")" >/dev/null
+}
+
+teardown() {
+	dmsetup remove c
+	dmsetup remove md 2>/dev/null || true
+	dmsetup remove od 2>/dev/null || true
+}
+
+workload() {
+	local pid i
+	order_ckpt c >/dev/null
+	case $1 in
+	issue-early) fio_c a --rw=randwrite --bs=4k --ioengine=psync --number_ios=300 ;;
+	publish-early)
+		fio_c a --rw=write --bs=4k --ioengine=libaio --iodepth=8 --io_size=4M
+		fio_c b --rw=randwrite --bs=4k --ioengine=libaio --iodepth=8 --number_ios=400 ;;
+	no-fua) fio_c a --rw=randwrite --bs=4k --ioengine=libaio --iodepth=4 --number_ios=300 ;;
+	no-drain)
+		fio_c a --rw=randwrite --bs=4k --ioengine=libaio --iodepth=16 --runtime=3 \
+			--time_based=1 &
+		pid=$!
+		for i in 1 2 3 4 5; do
+			sleep 0.4
+			order_ckpt c >/dev/null
+		done
+		wait $pid || fail "fio no-drain" ;;
+	esac
+}
+
+# run VARIANT MODULE: trace the variant's workload under MODULE; sets OUT, RC.
+run() {
+	use_module "$2"
+	setup "$1"
+	order_start c
+	workload "$1"
+	order_stop $TRACE
+	RC=0
+	OUT=$(order_check c "$META" $TRACE --max-report 3 2>&1) || RC=$?
+	teardown
+}
+
+brd_setup 2 65536
+summary=()
+for v in issue-early publish-early no-fua no-drain; do
+	[ -f "$BROKEN/$v/dm-chj.ko" ] || fail "control $v was not built (tests/order/build-broken-targets)"
+	log "=== $v: this tree's module on the same setup must pass"
+	run "$v" "$REAL"
+	printf '%s\n' "$OUT"
+	[ $RC = 0 ] || fail "this tree's module failed the $v setup"
+	log "=== $v: the broken build must fail"
+	run "$v" "$BROKEN/$v/dm-chj.ko"
+	printf '%s\n' "$OUT"
+	[ $RC = 1 ] || fail "control $v was not caught (order-check exited $RC)"
+	line=$(grep -E '^order-check: [0-9]+ violations' <<<"$OUT") || fail "$v: no violation count"
+	if [ "$v" = no-drain ] && ! grep -qE ' [1-9][0-9]* (in flight|queued during)' <<<"$line"; then
+		fail "no-drain caught, but not as a write straddling the epoch switch: $line"
+	fi
+	summary+=("$v: ${line#order-check: }")
+done
+use_module "$REAL"
+log "every control caught:"
+printf '    %s\n' "${summary[@]}"
