@@ -1,0 +1,268 @@
+#!/bin/bash
+# Faults under dm-chj, each with ground truth by content (every region whose
+# content changed since a copy is reported; what the writer was told was
+# written reads back): bad blocks on the metadata (dm-dust read errors at
+# load, an error segment under one bitmap block at commit) and on the origin
+# (a failed data write is still reported changed); dm-flakey error_writes
+# and drop_writes windows on the metadata under load; the metadata device
+# replaced by dm's error target under load; suspend/resume, load+resume and
+# growth under QD32 load; checkpoint, status, changes and stats from four
+# processes at once under load.
+# vm-timeout: 600
+# shellcheck source=tests/vm/lib.sh disable=SC1091
+. "$CHJ_ROOT/tests/vm/lib.sh"
+# shellcheck source=tests/vm/_chj.sh disable=SC1091
+. "$CHJ_ROOT/tests/vm/_chj.sh"
+CHJ=$CHJ_ROOT/userspace/chj
+COVER=$CHJ_ROOT/tests/tools/changes-cover
+ORIG_S=$((64 << 11))
+CASES=()
+
+# meta_table KIND: a table for the metadata device md over /dev/ram1.
+meta_table() {
+	local n
+	n=$(sectors /dev/ram1)
+	case $1 in
+	linear) echo "0 $n linear /dev/ram1 0" ;;
+	dust) echo "0 $n dust /dev/ram1 0 512" ;;
+	error) echo "0 $n error" ;;
+	esac
+}
+
+# fresh: blank metadata md (linear over ram1), origin og (linear over
+# ram0), chj device c over them, random content; the origin copied as a
+# backup taken at the start of epoch $E would see it (/tmp/snap).
+fresh() {
+	dmsetup remove c 2>/dev/null || true
+	dmsetup remove md 2>/dev/null || true
+	dmsetup remove og 2>/dev/null || true
+	dd if=/dev/zero of=/dev/ram1 bs=1M count=4 oflag=direct status=none
+	dm_create md "$(meta_table linear)" >/dev/null
+	dm_create og "0 $ORIG_S linear /dev/ram0 0" >/dev/null
+	dm_create c "$(chj_table /dev/mapper/md /dev/mapper/og 8)" >/dev/null
+	head -c 64M /dev/urandom | dd of=/dev/mapper/c bs=1M oflag=direct status=none
+	snap
+}
+
+# snap: checkpoint, then copy the origin: epoch E starts now.
+snap() {
+	E=$(dmsetup message c 0 checkpoint) || fail "checkpoint"
+	dd if=/dev/mapper/og of=/tmp/snap bs=1M iflag=direct status=none
+}
+
+# cover WHAT [CHANGES_ARGS...]: every region that differs from /tmp/snap is
+# in `chj changes --since $E` (of c, or of the given metadata).
+cover() {
+	local what=$1 out
+	shift
+	dd if=/dev/mapper/og of=/tmp/now bs=1M iflag=direct status=none
+	$CHJ changes --since "$E" "${@:-c}" >/tmp/changes || fail "$what: chj changes failed"
+	out=$($COVER /tmp/snap /tmp/now 8 /tmp/changes) || { echo "$out"; fail "$what: a change was missed"; }
+	log "$what: $out"
+	CASES+=("$what: $out")
+}
+
+# fio_bg SECONDS [fio options]: random 4K writes on c in the background.
+fio_bg() {
+	local t=$1
+	shift
+	fio --name=bg --filename=/dev/mapper/c --size=64M --rw=randwrite --bs=4k --direct=1 \
+		--ioengine=libaio --iodepth=32 --time_based --runtime="$t" --randrepeat=0 \
+		--eta=never --output=/dev/null "$@" &
+	FIO=$!
+}
+
+# writes_log N OFFSET_KiB: N 4 KiB writes of distinct content, one per
+# region from OFFSET on, each recorded in /tmp/ok when dd says it succeeded.
+writes_log() {
+	local i
+	: >/tmp/ok
+	for i in $(seq 0 $(($1 - 1))); do
+		printf 'block %d %s\n' "$i" "$RANDOM$RANDOM" | dd of=/tmp/blk bs=4096 conv=sync status=none
+		if dd if=/tmp/blk of=/dev/mapper/c bs=4096 seek=$(($2 / 4 + i)) oflag=direct \
+			conv=notrunc status=none 2>/dev/null; then
+			echo "$i $(sha256sum </tmp/blk)" >>/tmp/ok
+		fi
+	done
+}
+
+# readback OFFSET_KiB DEV: every write /tmp/ok recorded reads back from DEV.
+readback() {
+	local i sum got n=0
+	while read -r i sum _; do
+		got=$(dd if="$2" bs=4096 skip=$(($1 / 4 + i)) count=1 iflag=direct status=none | sha256sum)
+		[ "$got" = "$sum  -" ] || fail "write $i was acknowledged but reads back different"
+		n=$((n + 1))
+	done </tmp/ok
+	echo $n
+}
+
+brd_setup 2 65536
+
+log "=== dm-dust on the metadata: a read error at load refuses the table, clearly"
+fresh
+wr /dev/mapper/c 0 64
+dmsetup remove c
+dmsetup load md --table "$(meta_table dust)"
+dmsetup resume md
+dmsetup message md 0 addbadblock 16	# bitmap block 2 (block 0, 1: superblocks)
+dmsetup message md 0 enable
+dmesg -C
+if dmsetup create c --table "$(chj_table /dev/mapper/md /dev/mapper/og 8)" 2>/dev/null; then
+	fail "a table over an unreadable bitmap block was accepted"
+fi
+dmesg | grep -E 'device-mapper: (table|chj)' | tail -3
+dmesg | grep -qiE 'chj: .*(read|bitmap|I/O|error)' || fail "the kernel log does not say why the load failed"
+dmsetup remove c 2>/dev/null || true
+dmsetup message md 0 disable
+dm_create c "$(chj_table /dev/mapper/md /dev/mapper/og 8)" >/dev/null
+cover "dust read error at load, then readable again"
+
+log "=== dm-dust on the origin: read errors reach the reader, tracking unaffected"
+dmsetup remove c
+dmsetup load og --table "0 $ORIG_S dust /dev/ram0 0 512"
+dmsetup resume og
+dmsetup message og 0 addbadblock 4096
+dmsetup message og 0 enable
+dm_create c "$(chj_table /dev/mapper/md /dev/mapper/og 8)" >/dev/null
+if dd if=/dev/mapper/c of=/dev/null bs=4096 skip=512 count=1 iflag=direct status=none 2>/dev/null; then
+	fail "a read of a bad origin block succeeded"
+fi
+wr /dev/mapper/c 2048 4	# a write to the bad block (dust remaps it)
+dmsetup message og 0 disable
+cover "dust on the origin"
+
+log "=== a failed data write is still reported changed"
+fresh
+dmsetup remove c
+dmsetup load og --table "0 4096 linear /dev/ram0 0
+4096 8 error
+4104 $((ORIG_S - 4104)) linear /dev/ram0 4104"
+dmsetup resume og
+dm_create c "$(chj_table /dev/mapper/md /dev/mapper/og 8)" >/dev/null
+if wr /dev/mapper/c 2048 4 2>/dev/null; then fail "a write to the error segment succeeded"; fi
+$CHJ changes --since "$E" c | grep -qx "4096 8" || fail "the failed write's region is not reported"
+CASES+=("failed origin write: region reported")
+dmsetup remove c
+dmsetup load og --table "0 $ORIG_S linear /dev/ram0 0"
+dmsetup resume og
+dm_create c "$(chj_table /dev/mapper/md /dev/mapper/og 8)" >/dev/null
+
+log "=== an error segment under one bitmap block: commit fails, fail mode, nothing unmarked reaches the origin"
+fresh
+dmsetup load md --table "0 24 linear /dev/ram1 0
+24 8 error
+32 $(($(sectors /dev/ram1) - 32)) linear /dev/ram1 32"
+dmsetup resume md
+# Regions of bitmap block 3 (metadata sectors 24..31): 32640.. (4 KiB each).
+before=$(dd if=/dev/ram0 bs=4096 skip=32640 count=1 iflag=direct status=none | sha256sum)
+if wr /dev/mapper/c $((32640 * 4)) 4 2>/dev/null; then fail "a write whose mark failed succeeded"; fi
+assert_eq "$before" "$(dd if=/dev/ram0 bs=4096 skip=32640 count=1 iflag=direct status=none | sha256sum)" \
+	"origin untouched by the write whose mark failed"
+assert_eq fail "$(status_mode c)" "mode after a failed commit"
+dmsetup remove c
+dmsetup load md --table "$(meta_table linear)"
+dmsetup resume md
+dm_create c "$(chj_table /dev/mapper/md /dev/mapper/og 8)" >/dev/null
+assert_eq "$(st c nr)" "$(st c marked)" "the reloaded epoch is marked-all"
+cover "bitmap write error at commit"
+
+log "=== dm-flakey error_writes windows on the metadata under load"
+fresh
+dmsetup load md --table "0 $(sectors /dev/ram1) flakey /dev/ram1 0 1 1 1 error_writes"
+dmsetup resume md
+writes_log 200 4096
+n=$(readback 4096 /dev/mapper/c)
+log "$n of 200 writes acknowledged before fail mode; all read back"
+assert_eq fail "$(status_mode c)" "mode after error_writes"
+dmsetup remove c
+dmsetup load md --table "$(meta_table linear)"
+dmsetup resume md
+dm_create c "$(chj_table /dev/mapper/md /dev/mapper/og 8)" >/dev/null
+assert_eq "$(st c nr)" "$(st c marked)" "the reloaded epoch is marked-all"
+cover "flakey error_writes ($n acknowledged writes read back)"
+
+log "=== dm-flakey drop_writes on the metadata (a device that lies): what still holds"
+fresh
+wr /dev/mapper/c 0 16	# marked before the window: durable
+dmsetup suspend --noflush md
+dmsetup load md --table "0 $(sectors /dev/ram1) flakey /dev/ram1 0 0 2 1 drop_writes"
+dmsetup resume md
+wr /dev/mapper/c 1024 16	# marks dropped by the device
+dmsetup load md --table "$(meta_table linear)"
+dmsetup resume md
+wr /dev/mapper/c 2048 16	# after the window: marked durably again
+dmsetup remove c
+dm_create c "$(chj_table /dev/mapper/md /dev/mapper/og 8)" >/dev/null
+ch=$($CHJ changes --since "$E" c)
+grep -qx "0 32" <<<"$ch" || fail "drop_writes: marks made before the window are lost"
+grep -qx "4096 32" <<<"$ch" || fail "drop_writes: marks made after the window are lost"
+if grep -qx "2048 32" <<<"$ch"; then lost=no; else lost=yes; fi
+log "marks written while the device dropped writes reached the disk: $([ $lost = yes ] && echo no || echo yes)"
+CASES+=("flakey drop_writes: marks before and after the window kept; during it lost=$lost (not promised)")
+
+log "=== the metadata device replaced by dm's error target under load"
+fresh
+fio_bg 4 --continue_on_error=write
+sleep 1
+dmsetup load md --table "$(meta_table error)"
+dmsetup suspend --noflush md
+dmsetup resume md
+wait $FIO || true
+if wr /dev/mapper/c 40000 4 2>/dev/null; then fail "a first-touch write succeeded without metadata"; fi
+dd if=/dev/mapper/c of=/dev/null bs=1M count=4 iflag=direct status=none || fail "reads fail without metadata"
+assert_eq fail "$(status_mode c)" "mode without metadata"
+dmsetup remove c
+dmsetup load md --table "$(meta_table linear)"
+dmsetup resume md
+dm_create c "$(chj_table /dev/mapper/md /dev/mapper/og 8)" >/dev/null
+assert_eq "$(st c nr)" "$(st c marked)" "the reloaded epoch is marked-all"
+cover "metadata replaced by error under load"
+
+log "=== suspend/resume, load+resume and growth under QD32 load"
+dd if=/dev/zero of=/dev/ram1 bs=1M count=4 oflag=direct status=none
+dmsetup remove c
+dmsetup load og --table "0 $((ORIG_S / 2)) linear /dev/ram0 0"
+dmsetup resume og
+dm_create c "$(chj_table /dev/mapper/md /dev/mapper/og 8)" >/dev/null
+E=$(dmsetup message c 0 checkpoint)
+dd if=/dev/ram0 of=/tmp/snap bs=1M iflag=direct status=none
+fio --name=bg --filename=/dev/mapper/c --size=32M --rw=randwrite --bs=4k --direct=1 \
+	--ioengine=libaio --iodepth=32 --time_based --runtime=6 --randrepeat=0 \
+	--eta=never --output=/dev/null &
+FIO=$!
+for _ in 1 2 3; do
+	sleep 0.3
+	dmsetup suspend c
+	dmsetup resume c
+	sleep 0.3
+	dmsetup load c --table "$(chj_table /dev/mapper/md /dev/mapper/og 8)"
+	dmsetup resume c
+done
+log "grow the origin to 64 MiB under load"
+dmsetup load og --table "0 $ORIG_S linear /dev/ram0 0"
+dmsetup resume og
+dmsetup load c --table "$(chj_table /dev/mapper/md /dev/mapper/og 8)"
+dmsetup resume c
+wait $FIO || fail "fio under suspend/reload/growth"
+wr /dev/mapper/c 50000 64	# in the grown part
+assert_eq $ORIG_S "$(sectors /dev/mapper/c)" "grown size"
+cover "suspend/resume, load+resume, growth under load"
+
+log "=== checkpoint, status, changes and stats from four processes under load"
+fresh
+E0=$E
+fio_bg 6
+end=$((SECONDS + 5))
+( while [ $SECONDS -lt $end ]; do dmsetup message c 0 checkpoint >/dev/null || exit 1; done ) & p1=$!
+( while [ $SECONDS -lt $end ]; do $CHJ status c >/dev/null || exit 1; done ) & p2=$!
+( while [ $SECONDS -lt $end ]; do $CHJ changes --since "$E0" c >/dev/null || exit 1; done ) & p3=$!
+( while [ $SECONDS -lt $end ]; do dmsetup message c 0 stats >/dev/null || exit 1; done ) & p4=$!
+for p in $p1 $p2 $p3 $p4; do wait $p || fail "a concurrent command failed"; done
+wait $FIO || fail "fio under concurrent commands"
+log "epoch now $(st c cur) (from $E0)"
+E=$E0
+cover "four concurrent command loops under load"
+
+log "summary"
+printf '    %s\n' "${CASES[@]}"
