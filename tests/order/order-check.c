@@ -93,6 +93,8 @@ static size_t nevs, evcap;
 /* Per region, current epoch: earliest incoming write queued after it began. */
 static uint64_t *ifirst;
 static uint32_t *checked_epoch;
+/* Per region: the epoch in which a write passed (its mark covers the rest). */
+static uint32_t *ok_epoch;
 /* Per metadata block: latest queue time of a durable write; pre-marked. */
 static uint64_t *maxq, *premark;
 static uint64_t meta_blocks;
@@ -598,6 +600,9 @@ static void origin_write(const struct ev *e)
 		unsigned i, n = marks_of(r, blk);
 		bool ok = false;
 
+		/* A durable mark of this epoch covers every later write to r in it. */
+		if (ok_epoch[r] == epoch)
+			continue;
 		/* Earliest incoming write in this epoch to r (or mark_ahead before it). */
 		lo = r > cfg.mark_ahead ? r - cfg.mark_ahead : 0;
 		for (uint64_t q = lo; q <= r; q++)
@@ -616,7 +621,9 @@ static void origin_write(const struct ev *e)
 			st.first_writes++;
 			st.first_violations += !ok;
 		}
-		if (!ok)
+		if (ok)
+			ok_epoch[r] = (uint32_t)epoch;
+		else
 			violation("origin write %" PRIu64 "+%u queued at #%" PRIu64
 				  " (region %" PRIu64 ", epoch %" PRIu64 "): no durable write of"
 				  " metadata block %" PRIu64 " queued after #%" PRIu64,
@@ -804,9 +811,10 @@ int main(int argc, char **argv)
 
 	ifirst = malloc(cfg.nr_regions * sizeof(*ifirst));
 	checked_epoch = calloc(cfg.nr_regions, sizeof(*checked_epoch));
+	ok_epoch = calloc(cfg.nr_regions, sizeof(*ok_epoch));
 	maxq = calloc(meta_blocks, sizeof(*maxq));
 	premark = calloc(meta_blocks, sizeof(*premark));
-	if (!ifirst || !checked_epoch || !maxq || !premark)
+	if (!ifirst || !checked_epoch || !ok_epoch || !maxq || !premark)
 		die("out of memory");
 	memset(ifirst, 0xff, cfg.nr_regions * sizeof(*ifirst));
 	check();

@@ -84,6 +84,10 @@ expect fail "an origin write in flight when the epoch switch began" "still in fl
   mk 40 "checkpoint begin"; q 41 $M W 8 8; q 42 $O W 0 8; bc 43 $M W 8 8;
   mk 44 "checkpoint end"; } >"$tmp/trace"
 expect fail "an origin write queued during the epoch switch" "is not durable" $WT
+{ ckpt 10; q 20 $C W 0 8; mk 30 "checkpoint begin"; q 31 $M W 8 8; bc 32 $M W 8 8;
+  mk 33 "checkpoint end"; q 40 $M WFS 16 8; bc 41 $M WFS 16 8; q 42 $O W 0 8; bc 43 $O W 0 8;
+  q 50 $C W 4 4; q 51 $O W 4 4; } >"$tmp/trace"
+expect pass "a write held across a checkpoint, marked in the new epoch, then another" "" $WT
 # Write-back metadata (blk-mq: request events only).
 { ckptwb 10; q 20 $C W 0 8; q 21 $M WFS 16 8; ri 22 $M WS 16 8; rc 23 $M WS 16 8;
   ri 24 $M FF 0 0; rc 25 $M FF 18446744073709551615 0; rc 26 $M WS 16 0; q 27 $O W 0 8; } >"$tmp/trace"
