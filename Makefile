@@ -20,7 +20,7 @@ endif
 export KVER KDIR
 
 .PHONY: all module userspace tests deps check check-unit check-vm check-sanitize \
-	install clean demo help checkpatch sparse bench bench-tools check-host
+	install clean demo help checkpatch sparse bench bench-tools check-host check-uapi
 
 all: module userspace tests bench-tools
 
@@ -29,6 +29,7 @@ help:
 	@echo 'make deps         install build and test packages with apt-get'
 	@echo 'make check        checkpatch, sparse, unit tests, host tests, then every VM test; ends "N passed, N failed"'
 	@echo 'make check-unit   Check unit tests (plain, then ASan+UBSan)'
+	@echo 'make check-uapi   the userspace built against other UAPI headers (6.12, bookworm as released)'
 	@echo 'make check-host   chj-resolve against ground truth on loop devices (root)'
 	@echo 'make check-vm T=name   one VM test (tests/vm/name.sh); no T = all'
 	@echo 'make demo         boot the VM and show chj at work'
@@ -69,6 +70,9 @@ check: all checkpatch sparse
 
 check-unit: userspace
 	scripts/run-checks --unit
+
+check-uapi:
+	scripts/run-checks --uapi
 
 check-host: userspace
 	scripts/run-checks --host
