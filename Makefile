@@ -40,14 +40,28 @@ help:
 	@echo 'make install DESTDIR=... PREFIX=/usr'
 	@echo 'KVER=... or KDIR=... choose the kernel the module is built for'
 
+# Each kernel's module is built in its own directory, build/module/KVER/
+# (symbolic links to dm-target/ and include/; kbuild writes its objects
+# beside them), so building for a second kernel never clobbers the first.
+# dm-target/dm-chj.ko is a copy of the default kernel's
+# (scripts/kernel-version); scripts/vm-test loads build/module/KVER's.
+MODDIR = $(CURDIR)/build/module/$(KVER)
+DEFAULT_KVER := $(shell scripts/kernel-version)
+define kbuild_tree
+	@mkdir -p $(MODDIR)/dm-target
+	@ln -sfn $(CURDIR)/include $(MODDIR)/include
+	@find $(MODDIR)/dm-target -xtype l -delete
+	@for f in dm-target/Kbuild $(filter-out %.mod.c,$(wildcard dm-target/*.[ch])); do \
+		ln -sf $(CURDIR)/$$f $(MODDIR)/dm-target/; done
+endef
+
 module:
 	@if [ -z "$(KVER)" ] || [ ! -d "$(KDIR)" ]; then \
 		echo "chj: no kernel build tree found (install linux-headers-amd64, or set KDIR=)" >&2; exit 1; fi
-	@echo "  MODULE  dm-chj for $(KVER) ($(KDIR))"
-	$(MAKE) -C $(KDIR) M=$(CURDIR)/dm-target modules
-	@# modpost's generated dm-chj.mod.c is compiled by now; drop it so that
-	@# dm-target/*.c is our sources only (checkpatch dm-target/*.c).
-	@rm -f dm-target/dm-chj.mod.c
+	@echo "  MODULE  dm-chj for $(KVER) ($(KDIR)) in build/module/$(KVER)"
+	$(kbuild_tree)
+	$(MAKE) -C $(KDIR) M=$(MODDIR)/dm-target modules
+	@if [ "$(KVER)" = "$(DEFAULT_KVER)" ]; then cp $(MODDIR)/dm-target/dm-chj.ko dm-target/dm-chj.ko; fi
 
 userspace:
 	$(MAKE) -C userspace
@@ -87,11 +101,11 @@ checkpatch:
 # Fails on any sparse warning (make C=2 itself does not).
 sparse:
 	@mkdir -p build
-	@$(MAKE) -C $(KDIR) M=$(CURDIR)/dm-target C=2 modules >build/sparse.log 2>&1 || \
-		{ cat build/sparse.log; exit 1; }
-	@rm -f dm-target/dm-chj.mod.c
-	@if grep -E '(warning|error):' build/sparse.log; then echo "sparse: not clean" >&2; exit 1; fi
-	@echo "sparse: clean"
+	$(kbuild_tree)
+	@$(MAKE) -C $(KDIR) M=$(MODDIR)/dm-target C=2 modules >build/sparse-$(KVER).log 2>&1 || \
+		{ cat build/sparse-$(KVER).log; exit 1; }
+	@if grep -E '(warning|error):' build/sparse-$(KVER).log; then echo "sparse ($(KVER)): not clean" >&2; exit 1; fi
+	@echo "sparse ($(KVER)): clean"
 
 demo: all
 	scripts/vm-test demo
@@ -101,14 +115,15 @@ bench: all
 
 install: all
 	$(MAKE) -C userspace install DESTDIR=$(DESTDIR) PREFIX=$(PREFIX) SBINDIR=$(SBINDIR) MANDIR=$(MANDIR)
-	install -D -m 0644 dm-target/dm-chj.ko $(DESTDIR)/lib/modules/$(KVER)/updates/dm-chj.ko
+	install -D -m 0644 $(MODDIR)/dm-target/dm-chj.ko $(DESTDIR)/lib/modules/$(KVER)/updates/dm-chj.ko
 	install -D -m 0755 userspace/systemd/chj-generator \
 		$(DESTDIR)$(SYSTEMD_GENERATOR_DIR)/chj-generator
 	install -D -m 0644 userspace/systemd/chjtab.example \
 		$(DESTDIR)$(PREFIX)/share/doc/chj/chjtab.example
 
 clean:
-	-$(MAKE) -C $(KDIR) M=$(CURDIR)/dm-target clean >/dev/null 2>&1
+	@# dm-chj.ko; and what in-tree module builds (before build/module/) left.
+	cd dm-target && rm -f dm-chj.ko *.o *.mod *.mod.c .*.cmd modules.order Module.symvers
 	$(MAKE) -C userspace clean
 	@for d in $(TEST_TOOL_DIRS); do $(MAKE) -C $$d clean; done
 	$(MAKE) -C scripts/bench-db clean
