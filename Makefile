@@ -18,9 +18,14 @@ else
     KVER := $(shell $(MAKE) -s -C $(KDIR) kernelrelease 2>/dev/null)
   endif
 endif
-export KVER KDIR
+# The second kernel make check tests (Debian 12's 6.12; KVER2= for none).
+ifeq ($(origin KVER2),undefined)
+  KVER2 := $(shell scripts/kernel-version 6.12)
+endif
+export KVER KDIR KVER2
+TEST_KVERS := $(KVER) $(filter-out $(KVER),$(KVER2))
 
-.PHONY: all module userspace tests deps check check-unit check-vm check-sanitize \
+.PHONY: all module modules sparse-all check-long userspace tests deps check check-unit check-vm check-sanitize \
 	install clean demo help checkpatch sparse bench bench-tools check-host check-uapi
 
 all: module userspace tests bench-tools
@@ -29,6 +34,7 @@ help:
 	@echo 'make              build dm-chj.ko and the userspace tools'
 	@echo 'make deps         install build and test packages with apt-get'
 	@echo 'make check        checkpatch, sparse, unit tests, host tests, then every VM test; ends "N passed, N failed"'
+	@echo 'make check-long   make check with every VM test on both kernels (6.1 and 6.12)'
 	@echo 'make check-unit   Check unit tests (plain, then ASan+UBSan)'
 	@echo 'make check-uapi   the userspace built against other UAPI headers (6.12, bookworm as released)'
 	@echo 'make check-host   chj-resolve against ground truth on loop devices (root)'
@@ -38,7 +44,8 @@ help:
 	@echo 'make checkpatch   checkpatch.pl --strict on dm-target/'
 	@echo 'make sparse       sparse on dm-target/ (make C=2)'
 	@echo 'make install DESTDIR=... PREFIX=/usr'
-	@echo 'KVER=... or KDIR=... choose the kernel the module is built for'
+	@echo 'KVER=... or KDIR=... choose the kernel the module is built for (and VM tests boot)'
+	@echo 'KVER2=...         the second kernel make check tests (default: the newest 6.12)'
 
 # Each kernel's module is built in its own directory, build/module/KVER/
 # (symbolic links to dm-target/ and include/; kbuild writes its objects
@@ -63,6 +70,13 @@ module:
 	$(MAKE) -C $(KDIR) M=$(MODDIR)/dm-target modules
 	@if [ "$(KVER)" = "$(DEFAULT_KVER)" ]; then cp $(MODDIR)/dm-target/dm-chj.ko dm-target/dm-chj.ko; fi
 
+# The module (and sparse) for every kernel make check tests.
+modules:
+	@for k in $(TEST_KVERS); do $(MAKE) module KVER=$$k KDIR=/lib/modules/$$k/build || exit 1; done
+
+sparse-all:
+	@for k in $(TEST_KVERS); do $(MAKE) sparse KVER=$$k KDIR=/lib/modules/$$k/build || exit 1; done
+
 userspace:
 	$(MAKE) -C userspace
 
@@ -80,8 +94,11 @@ deps:
 	scripts/install-deps
 
 # Kernel-style lint first (seconds), then the unit and VM tests.
-check: all checkpatch sparse
+check: all modules checkpatch sparse-all
 	scripts/run-checks
+
+check-long: all modules checkpatch sparse-all
+	scripts/run-checks --long
 
 check-unit: userspace
 	scripts/run-checks --unit
