@@ -5,8 +5,9 @@ SBINDIR ?= $(PREFIX)/sbin
 MANDIR  ?= $(PREFIX)/share/man
 SYSTEMD_GENERATOR_DIR ?= /usr/lib/systemd/system-generators
 
-# Kernel to build dm-chj for: the running kernel's build tree when it has one,
-# else the newest installed linux-headers.  Override with KVER= or KDIR=.
+# Kernel to build dm-chj for: scripts/kernel-version, the newest installed
+# Debian 12 6.1 kernel (explicit: installing 6.12 does not change it).
+# Override with KVER= or KDIR=.
 ifeq ($(origin KDIR),undefined)
   ifeq ($(origin KVER),undefined)
     KVER := $(shell scripts/kernel-version)
@@ -17,10 +18,15 @@ else
     KVER := $(shell $(MAKE) -s -C $(KDIR) kernelrelease 2>/dev/null)
   endif
 endif
-export KVER KDIR
+# The second kernel make check tests (Debian 12's 6.12; KVER2= for none).
+ifeq ($(origin KVER2),undefined)
+  KVER2 := $(shell scripts/kernel-version 6.12)
+endif
+export KVER KDIR KVER2
+TEST_KVERS := $(KVER) $(filter-out $(KVER),$(KVER2))
 
-.PHONY: all module userspace tests deps check check-unit check-vm check-sanitize \
-	install clean demo help checkpatch sparse bench bench-tools check-host
+.PHONY: all module modules sparse-all check-long userspace tests deps check check-unit check-vm check-sanitize \
+	install clean demo help checkpatch sparse bench bench-tools check-host check-uapi
 
 all: module userspace tests bench-tools
 
@@ -28,7 +34,9 @@ help:
 	@echo 'make              build dm-chj.ko and the userspace tools'
 	@echo 'make deps         install build and test packages with apt-get'
 	@echo 'make check        checkpatch, sparse, unit tests, host tests, then every VM test; ends "N passed, N failed"'
+	@echo 'make check-long   make check with every VM test on both kernels (6.1 and 6.12)'
 	@echo 'make check-unit   Check unit tests (plain, then ASan+UBSan)'
+	@echo 'make check-uapi   the userspace built against other UAPI headers (6.12, bookworm as released)'
 	@echo 'make check-host   chj-resolve against ground truth on loop devices (root)'
 	@echo 'make check-vm T=name   one VM test (tests/vm/name.sh); no T = all'
 	@echo 'make demo         boot the VM and show chj at work'
@@ -36,16 +44,38 @@ help:
 	@echo 'make checkpatch   checkpatch.pl --strict on dm-target/'
 	@echo 'make sparse       sparse on dm-target/ (make C=2)'
 	@echo 'make install DESTDIR=... PREFIX=/usr'
-	@echo 'KVER=... or KDIR=... choose the kernel the module is built for'
+	@echo 'KVER=... or KDIR=... choose the kernel the module is built for (and VM tests boot)'
+	@echo 'KVER2=...         the second kernel make check tests (default: the newest 6.12)'
+
+# Each kernel's module is built in its own directory, build/module/KVER/
+# (symbolic links to dm-target/ and include/; kbuild writes its objects
+# beside them), so building for a second kernel never clobbers the first.
+# dm-target/dm-chj.ko is a copy of the default kernel's
+# (scripts/kernel-version); scripts/vm-test loads build/module/KVER's.
+MODDIR = $(CURDIR)/build/module/$(KVER)
+DEFAULT_KVER := $(shell scripts/kernel-version)
+define kbuild_tree
+	@mkdir -p $(MODDIR)/dm-target
+	@ln -sfn $(CURDIR)/include $(MODDIR)/include
+	@find $(MODDIR)/dm-target -xtype l -delete
+	@for f in dm-target/Kbuild $(filter-out %.mod.c,$(wildcard dm-target/*.[ch])); do \
+		ln -sf $(CURDIR)/$$f $(MODDIR)/dm-target/; done
+endef
 
 module:
 	@if [ -z "$(KVER)" ] || [ ! -d "$(KDIR)" ]; then \
 		echo "chj: no kernel build tree found (install linux-headers-amd64, or set KDIR=)" >&2; exit 1; fi
-	@echo "  MODULE  dm-chj for $(KVER) ($(KDIR))"
-	$(MAKE) -C $(KDIR) M=$(CURDIR)/dm-target modules
-	@# modpost's generated dm-chj.mod.c is compiled by now; drop it so that
-	@# dm-target/*.c is our sources only (checkpatch dm-target/*.c).
-	@rm -f dm-target/dm-chj.mod.c
+	@echo "  MODULE  dm-chj for $(KVER) ($(KDIR)) in build/module/$(KVER)"
+	$(kbuild_tree)
+	$(MAKE) -C $(KDIR) M=$(MODDIR)/dm-target modules
+	@if [ "$(KVER)" = "$(DEFAULT_KVER)" ]; then cp $(MODDIR)/dm-target/dm-chj.ko dm-target/dm-chj.ko; fi
+
+# The module (and sparse) for every kernel make check tests.
+modules:
+	@for k in $(TEST_KVERS); do $(MAKE) module KVER=$$k KDIR=/lib/modules/$$k/build || exit 1; done
+
+sparse-all:
+	@for k in $(TEST_KVERS); do $(MAKE) sparse KVER=$$k KDIR=/lib/modules/$$k/build || exit 1; done
 
 userspace:
 	$(MAKE) -C userspace
@@ -64,11 +94,17 @@ deps:
 	scripts/install-deps
 
 # Kernel-style lint first (seconds), then the unit and VM tests.
-check: all checkpatch sparse
+check: all modules checkpatch sparse-all
 	scripts/run-checks
+
+check-long: all modules checkpatch sparse-all
+	scripts/run-checks --long
 
 check-unit: userspace
 	scripts/run-checks --unit
+
+check-uapi:
+	scripts/run-checks --uapi
 
 check-host: userspace
 	scripts/run-checks --host
@@ -82,11 +118,11 @@ checkpatch:
 # Fails on any sparse warning (make C=2 itself does not).
 sparse:
 	@mkdir -p build
-	@$(MAKE) -C $(KDIR) M=$(CURDIR)/dm-target C=2 modules >build/sparse.log 2>&1 || \
-		{ cat build/sparse.log; exit 1; }
-	@rm -f dm-target/dm-chj.mod.c
-	@if grep -E '(warning|error):' build/sparse.log; then echo "sparse: not clean" >&2; exit 1; fi
-	@echo "sparse: clean"
+	$(kbuild_tree)
+	@$(MAKE) -C $(KDIR) M=$(MODDIR)/dm-target C=2 modules >build/sparse-$(KVER).log 2>&1 || \
+		{ cat build/sparse-$(KVER).log; exit 1; }
+	@if grep -E '(warning|error):' build/sparse-$(KVER).log; then echo "sparse ($(KVER)): not clean" >&2; exit 1; fi
+	@echo "sparse ($(KVER)): clean"
 
 demo: all
 	scripts/vm-test demo
@@ -96,14 +132,15 @@ bench: all
 
 install: all
 	$(MAKE) -C userspace install DESTDIR=$(DESTDIR) PREFIX=$(PREFIX) SBINDIR=$(SBINDIR) MANDIR=$(MANDIR)
-	install -D -m 0644 dm-target/dm-chj.ko $(DESTDIR)/lib/modules/$(KVER)/updates/dm-chj.ko
+	install -D -m 0644 $(MODDIR)/dm-target/dm-chj.ko $(DESTDIR)/lib/modules/$(KVER)/updates/dm-chj.ko
 	install -D -m 0755 userspace/systemd/chj-generator \
 		$(DESTDIR)$(SYSTEMD_GENERATOR_DIR)/chj-generator
 	install -D -m 0644 userspace/systemd/chjtab.example \
 		$(DESTDIR)$(PREFIX)/share/doc/chj/chjtab.example
 
 clean:
-	-$(MAKE) -C $(KDIR) M=$(CURDIR)/dm-target clean >/dev/null 2>&1
+	@# dm-chj.ko; and what in-tree module builds (before build/module/) left.
+	cd dm-target && rm -f dm-chj.ko *.o *.mod *.mod.c .*.cmd modules.order Module.symvers
 	$(MAKE) -C userspace clean
 	@for d in $(TEST_TOOL_DIRS); do $(MAKE) -C $$d clean; done
 	$(MAKE) -C scripts/bench-db clean

@@ -30,6 +30,7 @@
 #include <linux/wait.h>
 #include <linux/workqueue.h>
 
+#include "dm-chj-compat.h"
 #include "dm-chj-metadata.h"
 
 #define DM_MSG_PREFIX "chj"
@@ -875,7 +876,7 @@ static int parse_features(struct dm_target *ti, struct chj_target *c,
 static int chj_parse_args(struct dm_target *ti, struct chj_target *c,
 			  unsigned int argc, char **argv)
 {
-	fmode_t mode = dm_table_get_mode(ti->table);
+	blk_mode_t mode = dm_table_get_mode(ti->table);
 	int r;
 
 	if (argc < 3) {

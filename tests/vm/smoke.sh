@@ -6,8 +6,13 @@
 # shellcheck source=tests/vm/lib.sh disable=SC1091
 . "$CHJ_ROOT/tests/vm/lib.sh"
 
-log "module loaded"
+log "module loaded: $CHJ_KO on $(uname -r)"
 [ -d /sys/module/dm_chj ] || fail "/sys/module/dm_chj missing"
+# The module built for the kernel booted (each kernel's has its own build).
+magic=$(modinfo -F vermagic "$CHJ_KO")
+[ "${magic%% *}" = "$(uname -r)" ] || fail "$CHJ_KO is built for '${magic%% *}', not $(uname -r)"
+[ "$(modinfo -F srcversion "$CHJ_KO")" = "$(cat /sys/module/dm_chj/srcversion)" ] ||
+	fail "the loaded dm_chj is not $CHJ_KO"
 grep -q '^dm_chj ' /proc/modules || fail "dm_chj not in /proc/modules"
 
 log "dmsetup targets"

@@ -123,6 +123,12 @@ static int search(struct bctx *b, uint64_t tree, struct skey min, struct skey ma
 		n = a->key.nr_items;
 		if (!n)
 			break;
+		/*
+		 * buf's declared type changed between UAPI versions (__u64[]
+		 * up to linux-libc-dev 6.1.176, __u8[] later): read it only
+		 * through this byte pointer, so either header builds.
+		 */
+		const unsigned char *buf = (const unsigned char *)a->buf;
 		for (uint32_t i = 0; i < n && !rc; i++) {
 			struct btrfs_ioctl_search_header h;
 
@@ -130,13 +136,13 @@ static int search(struct bctx *b, uint64_t tree, struct skey min, struct skey ma
 				rc = rx_fail(r, RX_ERROR, "btrfs tree search: item header overruns");
 				break;
 			}
-			memcpy(&h, a->buf + off, ITEM_HDR);
+			memcpy(&h, buf + off, ITEM_HDR);
 			off += ITEM_HDR;
 			if (h.len > a->buf_size - off) {
 				rc = rx_fail(r, RX_ERROR, "btrfs tree search: item overruns");
 				break;
 			}
-			rc = fn(b, &h, a->buf + off, ctx);
+			rc = fn(b, &h, buf + off, ctx);
 			off += h.len;
 			last = h;
 		}
