@@ -14,7 +14,7 @@ LW_ORIG_S=$((64 << 11))
 
 BROKEN=$CHJ_ROOT/build/order-broken/$(uname -r)
 [ -f "$BROKEN/no-fua/dm-chj.ko" ] || fail "run make -C tests/order first"
-REAL=$CHJ_ROOT/dm-target/dm-chj.ko
+REAL=$CHJ_KO	# this tree's module for the kernel booted (vm-guest)
 
 # run MODULE RS DELAY_MS: load MODULE, run a short workload under
 # log-writes; leaves the log on /dev/ram1 and E set.

@@ -14,7 +14,7 @@
 . "$CHJ_ROOT/tests/vm/_order.sh"
 
 BROKEN=$CHJ_ROOT/build/order-broken/$(uname -r)
-REAL=$CHJ_ROOT/dm-target/dm-chj.ko
+REAL=$CHJ_KO	# this tree's module for the kernel booted (vm-guest)
 TRACE=/tmp/order-trace.txt
 
 use_module() {
