@@ -28,7 +28,7 @@ help:
 	@echo 'make              build dm-chj.ko and the userspace tools'
 	@echo 'make deps         install build and test packages with apt-get'
 	@echo 'make check        checkpatch, sparse, unit tests, host tests, then every VM test; ends "N passed, N failed"'
-	@echo 'make check-unit   Check unit tests (plain, then ASan+UBSan)'
+	@echo 'make check-unit   unit tests: plain, ASan+UBSan, valgrind, then a short libFuzzer run'
 	@echo 'make check-host   chj-resolve against ground truth on loop devices (root)'
 	@echo 'make check-vm T=name   one VM test (tests/vm/name.sh); no T = all'
 	@echo 'make demo         boot the VM and show chj at work'
@@ -94,11 +94,15 @@ demo: all
 bench: all
 	scripts/bench
 
-install: all
+# The module, the tools and their man pages, the boot-time generator (which
+# runs chj from SBINDIR: written into it here).  Not the test or benchmark
+# helpers, so Check and SQLite are not needed to install.
+install: module userspace
 	$(MAKE) -C userspace install DESTDIR=$(DESTDIR) PREFIX=$(PREFIX) SBINDIR=$(SBINDIR) MANDIR=$(MANDIR)
 	install -D -m 0644 dm-target/dm-chj.ko $(DESTDIR)/lib/modules/$(KVER)/updates/dm-chj.ko
-	install -D -m 0755 userspace/systemd/chj-generator \
-		$(DESTDIR)$(SYSTEMD_GENERATOR_DIR)/chj-generator
+	install -d $(DESTDIR)$(SYSTEMD_GENERATOR_DIR)
+	sed 's|@SBINDIR@|$(SBINDIR)|' userspace/systemd/chj-generator >$(DESTDIR)$(SYSTEMD_GENERATOR_DIR)/chj-generator
+	chmod 0755 $(DESTDIR)$(SYSTEMD_GENERATOR_DIR)/chj-generator
 	install -D -m 0644 userspace/systemd/chjtab.example \
 		$(DESTDIR)$(PREFIX)/share/doc/chj/chjtab.example
 
