@@ -53,7 +53,7 @@ const struct chj_cmd chj_cmds[] = {
 	  "before the previous backup: checkpoint first, then back up.\n",
 	  EXIT_USAGE },
 	{ "changes", cmd_changes,
-	  "--since EPOCH (NAME | --metadata METADATA_DEV) [--bytes | --json]",
+	  "--since EPOCH (NAME | --metadata METADATA_DEV) [--bytes] [--json]",
 	  "print the ranges changed since an epoch",
 	  "Print every range of the origin that may have changed since EPOCH began\n"
 	  "(EPOCH itself included), one \"START LENGTH\" line per range, in 512-byte\n"

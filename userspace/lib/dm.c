@@ -48,17 +48,36 @@ void chj_dm_init(void)
 	dm_log_with_errno_init(dm_log);
 }
 
+/*
+ * Why device-mapper cannot be used at all, or NULL: no control node, or the
+ * kernel has not registered its misc device (a control node left in /dev,
+ * no dm_mod loaded).  libdevmapper only says "Incompatible libdevmapper ...
+ * and kernel driver (unknown version)" then.
+ */
+static const char *dm_missing(void)
+{
+	char line[128];
+	FILE *f;
+	int found = 0;
+
+	if (access(CHJ_DM_CONTROL, F_OK))
+		return " (no " CHJ_DM_CONTROL ": is device-mapper in the kernel? try modprobe dm_mod)";
+	f = fopen("/proc/misc", "re");
+	if (!f)
+		return NULL;
+	while (!found && fgets(line, sizeof(line), f))
+		found = strstr(line, " device-mapper\n") != NULL;
+	fclose(f);
+	return found ? NULL :
+	       " (device-mapper is not in the running kernel, see /proc/misc: try modprobe dm_mod)";
+}
+
 static int dm_fail(struct chj_error *e, const char *name, const char *what)
 {
-	/*
-	 * Without device-mapper in the kernel libdevmapper only says
-	 * "Incompatible libdevmapper ... and kernel driver (unknown version)".
-	 */
-	const char *hint = access(CHJ_DM_CONTROL, F_OK) ?
-		" (no " CHJ_DM_CONTROL ": is device-mapper in the kernel? try modprobe dm_mod)" : "";
+	const char *hint = dm_missing();
 
 	return chj_err(e, CHJ_ERR_DM, "%s: %s failed%s%s%s", name, what,
-		       dm_last[0] ? ": " : "", dm_last, hint);
+		       dm_last[0] ? ": " : "", dm_last, hint ? hint : "");
 }
 
 /* /dev/kmsg positioned after the last record, or -1: opened before a task. */
