@@ -387,6 +387,32 @@ START_TEST(help_matches_man_page)
 		}
 	}
 	ck_assert_uint_ge(total, 12);
+	/* And the other way: every option chj(8) names is in some --help. */
+	{
+		static char all[1 << 17];
+		size_t used = 0;
+
+		for (const struct chj_cmd *c = chj_cmds; c->name; c++) {
+			ck_assert_int_eq(chj(c->name, "--help", NULL), 0);
+			used += snprintf(all + used, sizeof(all) - used, "%s", out);
+		}
+		for (char *p = man; (p = strstr(p, "\\-\\-")); ) {
+			char opt[40] = "--";
+			size_t k = 2;
+
+			for (p += 4; k < sizeof(opt) - 1; ) {
+				if (!strncmp(p, "\\-", 2))
+					opt[k++] = '-', p += 2;
+				else if (*p >= 'a' && *p <= 'z')
+					opt[k++] = *p++;
+				else
+					break;
+			}
+			opt[k] = 0;
+			if (k > 2 && strcmp(opt, "--help"))
+				ck_assert_msg(strstr(all, opt), "chj(8) names %s, no --help does", opt);
+		}
+	}
 	free(man);
 	free(readme);
 }
