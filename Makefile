@@ -35,7 +35,7 @@ help:
 	@echo 'make deps         install build and test packages with apt-get'
 	@echo 'make check        checkpatch, sparse, unit tests, host tests, then every VM test; ends "N passed, N failed"'
 	@echo 'make check-long   make check with every VM test on both kernels (6.1 and 6.12)'
-	@echo 'make check-unit   Check unit tests (plain, then ASan+UBSan)'
+	@echo 'make check-unit   unit tests: plain, ASan+UBSan, valgrind, then a short libFuzzer run'
 	@echo 'make check-uapi   the userspace built against other UAPI headers (6.12, bookworm as released)'
 	@echo 'make check-host   chj-resolve against ground truth on loop devices (root)'
 	@echo 'make check-vm T=name   one VM test (tests/vm/name.sh); no T = all'
@@ -130,11 +130,15 @@ demo: all
 bench: all
 	scripts/bench
 
-install: all
+# The module, the tools and their man pages, the boot-time generator (which
+# runs chj from SBINDIR: written into it here).  Not the test or benchmark
+# helpers, so Check and SQLite are not needed to install.
+install: module userspace
 	$(MAKE) -C userspace install DESTDIR=$(DESTDIR) PREFIX=$(PREFIX) SBINDIR=$(SBINDIR) MANDIR=$(MANDIR)
 	install -D -m 0644 $(MODDIR)/dm-target/dm-chj.ko $(DESTDIR)/lib/modules/$(KVER)/updates/dm-chj.ko
-	install -D -m 0755 userspace/systemd/chj-generator \
-		$(DESTDIR)$(SYSTEMD_GENERATOR_DIR)/chj-generator
+	install -d $(DESTDIR)$(SYSTEMD_GENERATOR_DIR)
+	sed 's|@SBINDIR@|$(SBINDIR)|' userspace/systemd/chj-generator >$(DESTDIR)$(SYSTEMD_GENERATOR_DIR)/chj-generator
+	chmod 0755 $(DESTDIR)$(SYSTEMD_GENERATOR_DIR)/chj-generator
 	install -D -m 0644 userspace/systemd/chjtab.example \
 		$(DESTDIR)$(PREFIX)/share/doc/chj/chjtab.example
 

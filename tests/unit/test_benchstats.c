@@ -8,7 +8,7 @@
 #include <math.h>
 
 #include "suites.h"
-#include "../../scripts/bench-db/stats.c"
+#include "stats.h"	/* scripts/bench-db: built and linked by userspace/Makefile */
 
 #define near(got, want, tol) ck_assert_msg(fabs((got) - (want)) <= (tol), \
 	"%s = %.12g, want %.12g (tol %g)", #got, (double)(got), (double)(want), (double)(tol))

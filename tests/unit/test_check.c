@@ -95,7 +95,7 @@ START_TEST(repair_drops_damaged_history)
 	r = run(0);
 	ck_assert_uint_eq(r.problems, 1);
 	ck_assert_uint_eq(r.fixed, 0);
-	ck_assert_int_eq(chj_changes_since(T.m, 1, &c, &e), CHJ_ERR_CORRUPT);
+	ck_assert_int_eq(chj_changes_since(T.m, 1, &c, &e), CHJ_ERR_UNTRUSTED);
 	r = run(1);
 	ck_assert_uint_eq(r.problems, 1);
 	ck_assert_uint_eq(r.fixed, 1);

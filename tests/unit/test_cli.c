@@ -80,8 +80,11 @@ START_TEST(usage_errors)
 	ck_assert_int_eq(chj("changes", "--since", "1", "--metadata", img, "name", NULL), EXIT_USAGE);
 	ck_assert_int_eq(chj("changes", "--since", "1", NULL), EXIT_USAGE);
 	ck_assert_int_eq(chj("changes", "--since", NULL), EXIT_USAGE);
+	ck_assert_ptr_nonnull(strstr(err, "option '--since' needs an argument"));
 	ck_assert_int_eq(chj("changes", "--bogus", NULL), EXIT_USAGE);
-	ck_assert_ptr_nonnull(strstr(err, "'--bogus'"));
+	ck_assert_ptr_nonnull(strstr(err, "unknown option '--bogus'"));
+	ck_assert_int_eq(chj("metadata-size", "-x", NULL), EXIT_USAGE);
+	ck_assert_ptr_nonnull(strstr(err, "unknown option '-x'"));
 	ck_assert_int_eq(chj("create", "a", "b", NULL), EXIT_USAGE);
 	ck_assert_int_eq(chj("create", "a/b", "c", "d", NULL), EXIT_USAGE);
 	ck_assert_int_eq(chj("create", "a", "b", "c", "--region-size", "3K", NULL), EXIT_USAGE);
@@ -92,12 +95,25 @@ START_TEST(usage_errors)
 	ck_assert_int_eq(chj("checkpoint", NULL), EXIT_USAGE);
 	ck_assert_int_eq(chj("format", img, NULL), EXIT_USAGE);
 	ck_assert_int_eq(chj("format", img, "--origin-size", "1000", NULL), EXIT_USAGE);
+	ck_assert_ptr_nonnull(strstr(err, "not a whole number of 512-byte sectors"));
+	ck_assert_int_eq(chj("format", img, "--origin-size", "0", NULL), EXIT_USAGE);
+	ck_assert_ptr_nonnull(strstr(err, "must not be zero"));
+	ck_assert_int_eq(chj("format", img, "--origin-size", "99999999P", NULL), EXIT_USAGE);
+	ck_assert_ptr_nonnull(strstr(err, "too large"));
+	ck_assert_int_eq(chj("format", img, "--origin-size", "1X", NULL), EXIT_USAGE);
+	ck_assert_ptr_nonnull(strstr(err, "not a size"));
+	ck_assert_int_eq(chj("create", "a", "b", "c", "--region-size", "99999999999999999999", NULL), EXIT_USAGE);
+	ck_assert_ptr_nonnull(strstr(err, "too large"));
+	ck_assert_int_eq(chj("create", "a", "b", "c", "--mark-ahead", "32641", NULL), EXIT_USAGE);
+	ck_assert_ptr_nonnull(strstr(err, "0 to 32640"));
 	ck_assert_int_eq(chj("format", "--origin-size", "1M", NULL), EXIT_USAGE);
 	ck_assert_int_eq(chj("dump", NULL), EXIT_USAGE);
 	ck_assert_int_eq(chj("metadata-size", NULL), EXIT_USAGE);
 	ck_assert_int_eq(chj("metadata-size", "--origin-size", "1T", "--changed", "101", NULL), EXIT_USAGE);
 	ck_assert_int_eq(chj("metadata-size", "--origin-size", "1T", "--epochs", "x", NULL), EXIT_USAGE);
 	ck_assert_int_eq(chj("help", "nope", NULL), EXIT_USAGE);
+	ck_assert_ptr_nonnull(strstr(err, "unknown command 'nope'"));
+	ck_assert_int_eq(chj("help", "create", "remove", NULL), EXIT_USAGE);
 	/* chj check follows fsck: usage errors are 16. */
 	ck_assert_int_eq(chj("check", NULL), FSCK_USAGE);
 	ck_assert_int_eq(chj("check", "--frob", img, NULL), FSCK_USAGE);
@@ -109,14 +125,19 @@ START_TEST(help_for_every_command)
 {
 	ck_assert_int_eq(chj("help", NULL), 0);
 	ck_assert_ptr_nonnull(strstr(out, "Exit status"));
+	ck_assert_int_eq(chj("--version", NULL), 0);
+	ck_assert_str_eq(out, "chj " CHJ_RELEASE " (metadata format 1)\n");
 	for (const struct chj_cmd *c = chj_cmds; c->name; c++) {
 		char want[64];
 
-		if (!strcmp(c->name, "help"))
-			continue;
 		snprintf(want, sizeof(want), "Usage: chj %s ", c->name);
 		ck_assert_int_eq(chj(c->name, "--help", NULL), 0);
 		ck_assert_msg(strstr(out, want), "%s --help: %s", c->name, out);
+		/* One way for every command: -h, and --help after other words. */
+		ck_assert_int_eq(chj(c->name, "-h", NULL), 0);
+		ck_assert_msg(strstr(out, want), "%s -h: %s", c->name, out);
+		ck_assert_int_eq(chj(c->name, "x", "--bogus", "--help", NULL), 0);
+		ck_assert_msg(strstr(out, want), "%s x --bogus --help: %s", c->name, out);
 		ck_assert_int_eq(chj("help", c->name, NULL), 0);
 		ck_assert_ptr_nonnull(strstr(out, want));
 		ck_assert_ptr_nonnull(strstr(out, c->summary));
@@ -132,10 +153,11 @@ START_TEST(offline_round_trip)
 	ck_assert_str_eq(out, "");
 	ck_assert_int_eq(chj("changes", "--since", "1", "--metadata", img, "--json", NULL), 0);
 	ck_assert_ptr_nonnull(strstr(out, "\"ranges\": []"));
-	ck_assert_int_eq(chj("changes", "--since", "0", "--metadata", img, NULL), EXIT_NOT_RETAINED);
+	ck_assert_int_eq(chj("changes", "--since", "0", "--metadata", img, NULL), EXIT_FULL_BACKUP);
 	ck_assert_str_eq(out, "");
 	ck_assert_ptr_nonnull(strstr(err, "full backup"));
-	ck_assert_int_eq(chj("changes", "--since", "2", "--metadata", img, NULL), EXIT_ERROR);
+	/* Newer than the current epoch: formatted anew since, full backup. */
+	ck_assert_int_eq(chj("changes", "--since", "2", "--metadata", img, NULL), EXIT_FULL_BACKUP);
 	ck_assert_int_eq(chj("dump", img, NULL), 0);
 	ck_assert_ptr_nonnull(strstr(out, "current 1, oldest retained 1"));
 	ck_assert_int_eq(chj("dump", "--json", img, NULL), 0);
@@ -189,13 +211,254 @@ START_TEST(check_exit_codes)
 	close(fd);
 	ck_assert_int_eq(chj("check", img, NULL), FSCK_UNCORRECTED);
 	ck_assert_ptr_nonnull(strstr(out, "error: bitmap block 0"));
-	ck_assert_int_eq(chj("changes", "--since", "1", "--metadata", img, NULL), 0);
-	ck_assert_str_eq(out, "0 131072\n");	/* damaged block: all changed */
-	ck_assert_ptr_nonnull(strstr(err, "warning"));
+	/* A damaged bitmap block: the map cannot be trusted, nothing printed. */
+	ck_assert_int_eq(chj("changes", "--since", "1", "--metadata", img, NULL), EXIT_FULL_BACKUP);
+	ck_assert_str_eq(out, "");
+	ck_assert_ptr_nonnull(strstr(err, "damaged bitmap blocks"));
 	ck_assert_int_eq(chj("check", "--repair", img, NULL), FSCK_CORRECTED);
 	ck_assert_int_eq(chj("check", img, NULL), FSCK_OK);
 	ck_assert_int_eq(chj("changes", "--since", "1", "--metadata", img, NULL), 0);
 	ck_assert_str_eq(out, "0 131072\n");	/* repair kept it all changed */
+}
+END_TEST
+
+/* chj check on something that is not chj metadata: 8, as e2fsck. */
+START_TEST(check_not_metadata)
+{
+	char junk[CHJ_BLOCK_SIZE * 2];
+	int fd;
+
+	ck_assert_int_eq(chj("check", img, NULL), FSCK_OPERATIONAL);	/* zeros */
+	ck_assert_ptr_nonnull(strstr(out, "not chj metadata"));
+	ck_assert_ptr_null(strstr(out, "--repair"));
+	ck_assert_int_eq(chj("check", "--repair", img, NULL), FSCK_OPERATIONAL);
+	for (size_t i = 0; i < sizeof(junk); i++)
+		junk[i] = (char)(i * 2654435761u >> 13);
+	fd = open(img, O_WRONLY);
+	ck_assert_int_eq(pwrite(fd, junk, sizeof(junk), 0), (ssize_t)sizeof(junk));
+	close(fd);
+	ck_assert_int_eq(chj("check", img, NULL), FSCK_OPERATIONAL);
+	ck_assert_ptr_nonnull(strstr(out, "not chj metadata"));
+	/* And chj changes on it: an error, not "full backup needed". */
+	ck_assert_int_eq(chj("changes", "--since", "1", "--metadata", img, NULL), EXIT_ERROR);
+}
+END_TEST
+
+/* Damaged history, or an epoch from before a reformat: full backup (3). */
+START_TEST(changes_full_backup_cases)
+{
+	struct timg t;
+	struct chj_journal_block *b;
+	int fd;
+
+	timg_init(&t, 1024, 131072, 8);
+	timg_mark(&t, 3, 2);
+	timg_checkpoint(&t);
+	timg_mark(&t, 100, 1);
+	b = timg_jblock(&t, t.sb.journal_head);
+	b->nr_extents = chj_cpu32(999999);
+	timg_reseal(b, CHJ_BLOCK_SIZE);
+	fd = open(img, O_WRONLY);
+	ck_assert_int_eq(pwrite(fd, t.buf, t.len, 0), (ssize_t)t.len);
+	close(fd);
+	timg_free(&t);
+	ck_assert_int_eq(chj("changes", "--since", "1", "--metadata", img, NULL), EXIT_FULL_BACKUP);
+	ck_assert_str_eq(out, "");
+	ck_assert_ptr_nonnull(strstr(err, "journal damaged"));
+	/* The current epoch alone does not need the journal. */
+	ck_assert_int_eq(chj("changes", "--since", "2", "--metadata", img, NULL), 0);
+	ck_assert_str_eq(out, "800 8\n");
+	/* Epoch 5 of metadata at epoch 2: formatted anew since. */
+	ck_assert_int_eq(chj("changes", "--since", "5", "--metadata", img, NULL), EXIT_FULL_BACKUP);
+	ck_assert_str_eq(out, "");
+	ck_assert_ptr_nonnull(strstr(err, "newer than the current epoch"));
+	/* After check --repair the history is dropped: 3 again, then clean. */
+	ck_assert_int_eq(chj("check", "--repair", img, NULL), FSCK_CORRECTED);
+	ck_assert_int_eq(chj("changes", "--since", "1", "--metadata", img, NULL), EXIT_FULL_BACKUP);
+	ck_assert_ptr_nonnull(strstr(err, "no longer retained"));
+}
+END_TEST
+
+/*
+ * The exit status table of chj(8) and README: every code it documents is
+ * produced by a case here, and the man page lists exactly these codes.
+ */
+START_TEST(exit_status_table)
+{
+	/* "IMG" stands for a formatted image. */
+	static const struct { int code; const char *argv[6]; } cases[] = {
+		{ EXIT_OK, { "changes", "--since", "1", "--metadata", "IMG" } },
+		{ EXIT_ERROR, { "changes", "--since", "1", "--metadata", "/nonexistent/meta" } },
+		{ EXIT_USAGE, { "changes", "--since" } },
+		{ EXIT_FULL_BACKUP, { "changes", "--since", "0", "--metadata", "IMG" } },
+		{ EXIT_FULL_BACKUP, { "changes", "--since", "2", "--metadata", "IMG" } },
+		{ FSCK_OK, { "check", "IMG" } },
+		{ FSCK_OPERATIONAL, { "check", "/nonexistent/meta" } },
+		{ FSCK_USAGE, { "check", "--bogus", "IMG" } },
+	};
+	static char man[65536];
+	FILE *f = fopen("man/chj.8", "r");
+	size_t n = f ? fread(man, 1, sizeof(man) - 1, f) : 0;
+	char *sect;
+
+	ck_assert_ptr_nonnull(f);
+	fclose(f);
+	man[n] = 0;
+	ck_assert_int_eq(chj("format", img, "--origin-size", "64M", NULL), 0);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const char *w[6] = { 0 };
+		int rc;
+
+		for (int k = 0; k < 5 && cases[i].argv[k]; k++)
+			w[k] = strcmp(cases[i].argv[k], "IMG") ? cases[i].argv[k] : img;
+		rc = chj(w[0], w[1], w[2], w[3], w[4], NULL);
+		ck_assert_msg(rc == cases[i].code, "case %zu (%s %s): exit %d, want %d (%s)",
+			      i, w[0], w[1] ? w[1] : "", rc, cases[i].code, err);
+	}
+	/* chj(8) lists 0 to 3, then fsck's codes for chj check. */
+	sect = strstr(man, ".SH EXIT STATUS");
+	ck_assert_ptr_nonnull(sect);
+	for (int code = 0; code <= 3; code++) {
+		char want[16];
+
+		snprintf(want, sizeof(want), ".B %d\n", code);
+		ck_assert_msg(strstr(sect, want), "chj(8) EXIT STATUS lacks %d", code);
+	}
+	ck_assert_ptr_nonnull(strstr(sect, "0 no errors, 1 errors corrected, 4 errors left\nuncorrected, 8"));
+}
+END_TEST
+
+/* A whole file into a malloc'd string. */
+static char *slurp(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char *buf = calloc(1, 1 << 20);
+	size_t n;
+
+	ck_assert_msg(f != NULL, "cannot open %s", path);
+	n = fread(buf, 1, (1 << 20) - 1, f);
+	buf[n] = 0;
+	fclose(f);
+	return buf;
+}
+
+/*
+ * Every long option a command's --help names is in chj(8) (roff: \-\-) and
+ * in README's command table, and every option in the --help text is one the
+ * command takes (getopt accepts it; the usage line names it).
+ */
+START_TEST(help_matches_man_page)
+{
+	char *man = slurp("man/chj.8"), *readme = slurp("../README.md");
+	unsigned total = 0;
+
+	for (const struct chj_cmd *c = chj_cmds; c->name; c++) {
+		char *p;
+
+		ck_assert_int_eq(chj(c->name, "--help", NULL), 0);
+		for (p = out; (p = strstr(p, "--")); ) {
+			char opt[40], want[80];
+			size_t k = 0;
+
+			p += 2;
+			while (k < sizeof(opt) - 1 && (p[k] == '-' || (p[k] >= 'a' && p[k] <= 'z')))
+				opt[k] = p[k], k++;
+			opt[k] = 0;
+			p += k;
+			if (!k || !strcmp(opt, "help"))
+				continue;
+			snprintf(want, sizeof(want), "\\-\\-");
+			for (size_t i = 0; opt[i]; i++)
+				snprintf(want + strlen(want), sizeof(want) - strlen(want), "%s",
+					 opt[i] == '-' ? "\\-" : (char[]){ opt[i], 0 });
+			ck_assert_msg(strstr(man, want), "chj(8) lacks %s (chj %s --help)", want, c->name);
+			snprintf(want, sizeof(want), "--%s", opt);
+			ck_assert_msg(strstr(readme, want), "README lacks %s (chj %s --help)", want, c->name);
+			total++;
+		}
+		/* The synopsis in chj(8) names the command. */
+		{
+			char want[64];
+
+			snprintf(want, sizeof(want), "\"%s ", c->name);
+			if (strcmp(c->name, "help"))
+				ck_assert_msg(strstr(man, want) || strstr(man, c->name),
+					      "chj(8) lacks %s", c->name);
+		}
+	}
+	ck_assert_uint_ge(total, 12);
+	/* And the other way: every option chj(8) names is in some --help. */
+	{
+		static char all[1 << 17];
+		size_t used = 0;
+
+		for (const struct chj_cmd *c = chj_cmds; c->name; c++) {
+			ck_assert_int_eq(chj(c->name, "--help", NULL), 0);
+			used += snprintf(all + used, sizeof(all) - used, "%s", out);
+		}
+		for (char *p = man; (p = strstr(p, "\\-\\-")); ) {
+			char opt[40] = "--";
+			size_t k = 2;
+
+			for (p += 4; k < sizeof(opt) - 1; ) {
+				if (!strncmp(p, "\\-", 2))
+					opt[k++] = '-', p += 2;
+				else if (*p >= 'a' && *p <= 'z')
+					opt[k++] = *p++;
+				else
+					break;
+			}
+			opt[k] = 0;
+			if (k > 2 && strcmp(opt, "--help"))
+				ck_assert_msg(strstr(all, opt), "chj(8) names %s, no --help does", opt);
+		}
+	}
+	free(man);
+	free(readme);
+}
+END_TEST
+
+/* One release number: chj, the module and the DKMS package agree. */
+START_TEST(one_release_number)
+{
+	char *dkms = slurp("../dkms.conf"), *mod = slurp("../dm-target/dm-chj-target.c");
+
+	ck_assert_ptr_nonnull(strstr(dkms, "PACKAGE_VERSION=\"" CHJ_RELEASE "\""));
+	ck_assert_ptr_nonnull(strstr(mod, "MODULE_VERSION(\"" CHJ_RELEASE "\")"));
+	free(dkms);
+	free(mod);
+}
+END_TEST
+
+/*
+ * chj dump --json on a path that is not UTF-8: valid JSON (Python's strict
+ * decoder), and the name comes back byte for byte (surrogateescape).
+ */
+START_TEST(json_non_utf8_name)
+{
+	char dir[] = "/tmp/chj-json-XXXXXX", path[128], cmd[512], jpath[160];
+	FILE *f;
+	int rc;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/bad-\xff\xfe-\xc3\x28-tab\t-quote\"-ok-\xc3\xa9", dir);
+	ck_assert_int_eq(rename(img, path), 0);
+	ck_assert_int_eq(chj("format", path, "--origin-size", "1M", NULL), 0);
+	ck_assert_int_eq(chj("dump", "--json", path, NULL), 0);
+	snprintf(jpath, sizeof(jpath), "%s/out.json", dir);
+	f = fopen(jpath, "w");
+	fputs(out, f);
+	fclose(f);
+	snprintf(cmd, sizeof(cmd),
+		 "python3 -c 'import json,os,sys; d=json.load(open(sys.argv[1], encoding=\"utf-8\")); "
+		 "p=os.listdir(sys.argv[2]); b=[x for x in p if x != \"out.json\"][0]; "
+		 "sys.exit(0 if d[\"path\"].encode(\"utf-8\",\"surrogateescape\") == "
+		 "os.fsencode(sys.argv[2] + \"/\" + b) else 3)' %s %s", jpath, dir);
+	rc = system(cmd);
+	ck_assert_msg(rc == 0, "python3 json: status %d on %s", rc, out);
+	ck_assert_int_eq(rename(path, img), 0);
+	unlink(jpath);
+	rmdir(dir);
 }
 END_TEST
 
@@ -210,6 +473,18 @@ START_TEST(metadata_size)
 	ck_assert_ptr_nonnull(strstr(err, "raised to 8 KiB"));
 	ck_assert_int_eq(chj("metadata-size", "--origin-size", "4T", "--region-size", "4K", NULL), 0);
 	ck_assert_str_eq(err, "");
+	/* It answers only for sizes chj format takes. */
+	ck_assert_int_eq(chj("metadata-size", "--origin-size", "1000", NULL), EXIT_USAGE);
+	ck_assert_ptr_nonnull(strstr(err, "512-byte sectors"));
+	ck_assert_int_eq(chj("metadata-size", "--origin-size", "1536", "-n", NULL), 0);
+	{
+		uint64_t size = strtoull(out, NULL, 10);
+		int fd = open(img, O_WRONLY | O_TRUNC);
+
+		ck_assert_int_eq(ftruncate(fd, (off_t)size), 0);
+		close(fd);
+		ck_assert_int_eq(chj("format", img, "--origin-size", "1536", NULL), 0);
+	}
 }
 END_TEST
 
@@ -223,6 +498,21 @@ START_TEST(live_commands_fail_cleanly_without_dm)
 	ck_assert_str_eq(out, "");
 	ck_assert_int_eq(chj("create", "x", img, img, NULL), EXIT_ERROR);
 	ck_assert_ptr_nonnull(strstr(err, "not a block device"));
+	/* Without device-mapper in the kernel, say so (libdevmapper does not). */
+	{
+		FILE *f = fopen("/proc/misc", "r");
+		char line[128];
+		int dm = 0;
+
+		while (f && fgets(line, sizeof(line), f))
+			dm |= strstr(line, " device-mapper\n") != NULL;
+		if (f)
+			fclose(f);
+		if (!dm || access(CHJ_DM_CONTROL, F_OK)) {
+			ck_assert_int_eq(chj("status", NULL), EXIT_ERROR);
+			ck_assert_ptr_nonnull(strstr(err, "modprobe dm_mod"));
+		}
+	}
 }
 END_TEST
 
@@ -238,6 +528,12 @@ Suite *suite_cli(void)
 	tcase_add_test(tc, offline_round_trip);
 	tcase_add_test(tc, changes_output_formats);
 	tcase_add_test(tc, check_exit_codes);
+	tcase_add_test(tc, check_not_metadata);
+	tcase_add_test(tc, changes_full_backup_cases);
+	tcase_add_test(tc, exit_status_table);
+	tcase_add_test(tc, help_matches_man_page);
+	tcase_add_test(tc, one_release_number);
+	tcase_add_test(tc, json_non_utf8_name);
 	tcase_add_test(tc, metadata_size);
 	tcase_add_test(tc, live_commands_fail_cleanly_without_dm);
 	suite_add_tcase(s, tc);

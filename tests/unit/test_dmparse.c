@@ -50,12 +50,41 @@ START_TEST(table_line)
 	ck_assert_uint_eq(t.metadata, makedev(254, 16));
 	ck_assert_uint_eq(t.origin, makedev(254, 0));
 	ck_assert_uint_eq(t.region_sectors, 8);
-	ck_assert_uint_eq(t.nr_features, 0);
+	ck_assert_uint_eq(t.mark_ahead, 0);
+	ck_assert_str_eq(t.other_features, "");
 	ck_assert_int_eq(chj_parse_table_params("7:1 7:2 64 0", &t, &e), 0);
 	ck_assert_uint_eq(t.region_sectors, 64);
+	ck_assert_int_eq(chj_parse_table_params("7:1 7:2 64 2 mark_ahead 256", &t, &e), 0);
+	ck_assert_uint_eq(t.mark_ahead, 256);
+	ck_assert_str_eq(t.other_features, "");
+	/* Features this library does not know are kept, in order. */
+	ck_assert_int_eq(chj_parse_table_params("7:1 7:2 64 4 zap mark_ahead 9 zip", &t, &e), 0);
+	ck_assert_uint_eq(t.mark_ahead, 9);
+	ck_assert_str_eq(t.other_features, "zap zip");
+	ck_assert_int_eq(chj_parse_table_params("7:1 7:2 64 3 mark_ahead 9", &t, &e), CHJ_ERR_INVAL);
 	ck_assert_int_eq(chj_parse_table_params("7:1 7:2 12", &t, &e), CHJ_ERR_INVAL);
 	ck_assert_int_eq(chj_parse_table_params("7:1 8", &t, &e), CHJ_ERR_INVAL);
 	ck_assert_int_eq(chj_parse_table_params("/nonexistent 7:2 8", &t, &e), CHJ_ERR_INVAL);
+}
+END_TEST
+
+/* The table a create loads, parsed back, is the same table. */
+START_TEST(table_round_trip)
+{
+	static const char *lines[] = {
+		"7:1 7:2 8", "7:1 7:2 64 2 mark_ahead 256", "7:1 7:2 64 3 mark_ahead 1 zip",
+		"7:1 7:2 64 1 zip",
+	};
+	struct chj_dm_table t = { 0 };
+	struct chj_error e = { 0 };
+	char buf[256];
+
+	for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++) {
+		ck_assert_int_eq(chj_parse_table_params(lines[i], &t, &e), 0);
+		ck_assert_int_eq(chj_dm_table_params(&t, buf, sizeof(buf)), 0);
+		ck_assert_str_eq(buf, lines[i]);
+	}
+	ck_assert_int_eq(chj_dm_table_params(&t, buf, 8), -1);
 }
 END_TEST
 
@@ -67,6 +96,7 @@ Suite *suite_dmparse(void)
 	tcase_add_test(tc, status_line);
 	tcase_add_test(tc, status_line_bad);
 	tcase_add_test(tc, table_line);
+	tcase_add_test(tc, table_round_trip);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -162,9 +162,9 @@ START_TEST(journal_defect)
 	if (jmuts[_i].reseal)
 		timg_reseal(b, CHJ_BLOCK_SIZE);
 	/* Any E whose answer needs the journal is refused, never short. */
-	ck_assert_msg(changes_rc(1, msg) == CHJ_ERR_CORRUPT, "%s: accepted", jmuts[_i].name);
+	ck_assert_msg(changes_rc(1, msg) == CHJ_ERR_UNTRUSTED, "%s: accepted", jmuts[_i].name);
 	ck_assert_msg(strstr(msg, jmuts[_i].why), "%s: message '%s'", jmuts[_i].name, msg);
-	ck_assert_int_eq(changes_rc(2, NULL), CHJ_ERR_CORRUPT);
+	ck_assert_int_eq(changes_rc(2, NULL), CHJ_ERR_UNTRUSTED);
 	/* The current epoch alone does not need the journal. */
 	ck_assert_int_eq(changes_rc(3, NULL), 0);
 }
@@ -179,7 +179,7 @@ START_TEST(last_record_unterminated)
 	b = timg_jblock(&T, 3);
 	b->flags = 0;
 	timg_reseal(b, CHJ_BLOCK_SIZE);
-	ck_assert_int_eq(changes_rc(1, msg), CHJ_ERR_CORRUPT);
+	ck_assert_int_eq(changes_rc(1, msg), CHJ_ERR_UNTRUSTED);
 	ck_assert_ptr_nonnull(strstr(msg, "no last block"));
 }
 END_TEST
@@ -195,7 +195,7 @@ START_TEST(epochs_must_not_decrease)
 	b = timg_jblock(&T, 4);
 	b->epoch = chj_cpu64(1);
 	timg_reseal(b, CHJ_BLOCK_SIZE);
-	ck_assert_int_eq(changes_rc(1, msg), CHJ_ERR_CORRUPT);
+	ck_assert_int_eq(changes_rc(1, msg), CHJ_ERR_UNTRUSTED);
 	ck_assert_ptr_nonnull(strstr(msg, "comes after"));
 }
 END_TEST

@@ -3,7 +3,9 @@
 # refusal), status (table and --json, the warning about another device
 # bypassing the tracker), checkpoint, changes (live, offline on
 # the metadata device, agreeing), remove/create persistence, dump, check,
-# exit 3 for an epoch no longer retained, and changes after a guest crash.
+# exit 3 for an epoch no longer retained or newer than the current one,
+# --mark-ahead (the table's feature, status, idempotent create), and changes
+# after a guest crash.
 # vm-disks: 64M 256M 64M
 # vm-timeout: 240
 # shellcheck source=tests/vm/lib.sh disable=SC1091
@@ -94,7 +96,9 @@ d = json.load(sys.stdin)
 assert d["since"] == 1 and d["current_epoch"] == 2, d
 assert d["ranges"][2] == {"start": 8192, "length": 8}, d
 '
-	expect_exit 1 "$CHJ" changes --since 3 t
+	expect_exit 3 "$CHJ" changes --since 3 t
+	grep -q "newer than the current epoch" "$CHJ_OUT/last.err" || fail "no 'newer' message"
+	[ ! -s "$CHJ_OUT/last.out" ] || fail "exit 3 printed ranges"
 	expect_exit 0 "$CHJ" changes --since 2 t
 
 	log "offline read of the live metadata device agrees (O_DIRECT)"
@@ -151,6 +155,27 @@ assert d["ranges"][2] == {"start": 8192, "length": 8}, d
 		fail "no kernel reason in the error"
 	[ ! -e /dev/mapper/g ] || fail "refused device left behind"
 	dmsetup remove tiny
+
+	log "--mark-ahead: the table's feature, shown by status, part of the table"
+	dm_create smeta "0 128 linear $SPARE 0" >/dev/null
+	dm_create sorig "0 65536 linear $SPARE 2048" >/dev/null
+	"$CHJ" create m /dev/mapper/smeta /dev/mapper/sorig --mark-ahead 16 --force
+	dmsetup table m | grep -q " 2 mark_ahead 16$" || { dmsetup table m; fail "no mark_ahead in the table"; }
+	"$CHJ" status --json m | python3 -c '
+import json, sys
+d = json.load(sys.stdin)["chj"][0]
+assert d["mark-ahead"] == 16 and d["features"] in ("", None), d
+'
+	"$CHJ" create m /dev/mapper/smeta /dev/mapper/sorig --mark-ahead 16
+	expect_exit 1 "$CHJ" create m /dev/mapper/smeta /dev/mapper/sorig
+	grep -q "different table" "$CHJ_OUT/last.err" || fail "mark-ahead not part of the table"
+	# A stream: region 1 continues marked region 0, so regions 2..17 are marked too.
+	"$CHJ" checkpoint m >/dev/null
+	wr /dev/mapper/m 0 4
+	wr /dev/mapper/m 4 4
+	assert_eq "0 144" "$("$CHJ" changes --since 2 m)" "regions marked ahead of a stream"
+	"$CHJ" remove m
+	dmsetup remove smeta sorig
 
 	log "crash right after writes: the marks must survive"
 	cur=$(st t cur)

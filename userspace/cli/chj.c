@@ -8,7 +8,7 @@
 
 const struct chj_cmd chj_cmds[] = {
 	{ "create", cmd_create,
-	  "NAME METADATA_DEV ORIGIN_DEV [--region-size SIZE] [--force]",
+	  "NAME METADATA_DEV ORIGIN_DEV [--region-size SIZE] [--mark-ahead N] [--force]",
 	  "create tracked device /dev/mapper/NAME over ORIGIN_DEV",
 	  "Create /dev/mapper/NAME, a dm-chj device over ORIGIN_DEV that records\n"
 	  "changed regions on METADATA_DEV.  Use /dev/mapper/NAME from then on:\n"
@@ -24,6 +24,10 @@ const struct chj_cmd chj_cmds[] = {
 	  "  --region-size SIZE  granularity of tracking, a power of two from 4 KiB\n"
 	  "                      to 1 GiB; default 4 KiB, raised for origins over\n"
 	  "                      2 TiB so the kernel bitmap stays within 64 MiB\n"
+	  "  --mark-ahead N      when a first write continues a marked region (a\n"
+	  "                      sequential stream), also mark the next N regions\n"
+	  "                      (0 to 32640; default 0, off): fewer commits for\n"
+	  "                      streams, at most N false positives where one stops\n"
 	  "  --force             overwrite a METADATA_DEV that carries a signature\n",
 	  EXIT_USAGE },
 	{ "remove", cmd_remove, "NAME",
@@ -35,7 +39,8 @@ const struct chj_cmd chj_cmds[] = {
 	  "show epochs, marks and journal use of tracked devices",
 	  "Show each chj device (all of them without NAME): region size, current\n"
 	  "and oldest retained epoch, regions marked in the current epoch, journal\n"
-	  "use and mode (ok, or fail after a metadata write error).  Warns on\n"
+	  "use, mode (ok, or fail after a metadata write error) and the table's\n"
+	  "features (MARK-AHEAD; FEATURES lists any chj does not know).  Warns on\n"
 	  "stderr when writes can bypass the tracker: another device (a leftover\n"
 	  "dm-linear, say) also uses an origin, or an origin is mounted directly.\n"
 	  "\n"
@@ -48,7 +53,7 @@ const struct chj_cmd chj_cmds[] = {
 	  "before the previous backup: checkpoint first, then back up.\n",
 	  EXIT_USAGE },
 	{ "changes", cmd_changes,
-	  "--since EPOCH (NAME | --metadata METADATA_DEV) [--bytes | --json]",
+	  "--since EPOCH (NAME | --metadata METADATA_DEV) [--bytes] [--json]",
 	  "print the ranges changed since an epoch",
 	  "Print every range of the origin that may have changed since EPOCH began\n"
 	  "(EPOCH itself included), one \"START LENGTH\" line per range, in 512-byte\n"
@@ -59,13 +64,16 @@ const struct chj_cmd chj_cmds[] = {
 	  "  --since EPOCH           first epoch to include\n"
 	  "  --metadata METADATA_DEV read an inactive metadata device or image file\n"
 	  "                          instead of a live device NAME\n"
-	  "  --bytes                 START and LENGTH in bytes\n"
-	  "  --json                  {\"since\": E, ..., \"ranges\": [{\"start\": S,\n"
-	  "                          \"length\": L}, ...]} (sectors, or bytes with\n"
-	  "                          --bytes)\n"
+	  "  --bytes                 START and LENGTH in bytes (also with --json)\n"
+	  "  --json                  {\"since\": E, ..., \"unit\": \"sectors\",\n"
+	  "                          \"region_size_bytes\": R, \"ranges\": [{\"start\":\n"
+	  "                          S, \"length\": L}, ...]}; \"unit\" is the unit of\n"
+	  "                          START and LENGTH (\"bytes\" with --bytes)\n"
 	  "\n"
-	  "Exit status 3: EPOCH is older than the oldest retained epoch (history was\n"
-	  "dropped to make room): a full backup is needed.\n",
+	  "Exit status 3, a full backup is needed: EPOCH is older than the oldest\n"
+	  "retained epoch (history was dropped to make room), or newer than the\n"
+	  "current one (the metadata was formatted anew), or the journal or a\n"
+	  "bitmap block is damaged (the map cannot be trusted; see chj check).\n",
 	  EXIT_USAGE },
 	{ "metadata-size", cmd_metadata_size,
 	  "--origin-size SIZE [--region-size SIZE] [--epochs N] [--changed PERCENT] [-n]",
@@ -81,7 +89,9 @@ const struct chj_cmd chj_cmds[] = {
 	  "                       origins)\n"
 	  "  --epochs N           closed epochs to keep (default 8)\n"
 	  "  --changed PERCENT    share of regions changed per epoch (default 1)\n"
-	  "  -n, --numeric        print only the size in bytes\n",
+	  "  -n, --numeric        print only the size in bytes\n"
+	  "\n"
+	  "SIZE must be what chj format takes: non-zero, whole 512-byte sectors.\n",
 	  EXIT_USAGE },
 	{ "format", cmd_format,
 	  "METADATA_DEV --origin-size SIZE [--region-size SIZE] [--force]",
@@ -115,9 +125,13 @@ const struct chj_cmd chj_cmds[] = {
 	  "             older epochs get \"full backup needed\"\n"
 	  "\n"
 	  "Exit status as fsck: 0 no errors, 1 errors corrected, 4 errors left\n"
-	  "uncorrected, 8 operational error, 16 usage error.\n",
+	  "uncorrected, 8 operational error (cannot read it, or not chj metadata:\n"
+	  "no valid superblock), 16 usage error.\n",
 	  FSCK_USAGE },
-	{ "help", cmd_help, "[COMMAND]", "show help for chj or a command", "", EXIT_USAGE },
+	{ "help", cmd_help, "[COMMAND]", "show help for chj or a command",
+	  "Without COMMAND, list the commands; with one, show its options (as\n"
+	  "chj COMMAND --help does).\n",
+	  EXIT_USAGE },
 	{ 0 }
 };
 
@@ -141,8 +155,9 @@ static void main_help(FILE *f)
 	fprintf(f, "\nRun 'chj COMMAND --help' for a command's options.\n\n"
 		"Sizes: a number of bytes, or with a suffix K, M, G, T or P (powers of\n"
 		"1024, optionally followed by B or iB: 4K = 4KiB = 4KB = 4096).\n\n"
-		"Exit status: 0 success, 1 error, 2 usage error, 3 epoch no longer\n"
-		"retained (a full backup is needed); chj check uses fsck's codes.\n");
+		"Exit status: 0 success, 1 error, 2 usage error, 3 full backup needed\n"
+		"(the epoch is no longer retained, is newer than the current one, or\n"
+		"the metadata is damaged); chj check uses fsck's codes.\n");
 }
 
 void cli_help(const struct chj_cmd *c)
@@ -167,19 +182,24 @@ int cli_usage(const struct chj_cmd *c, const char *fmt, ...)
 int cli_fail(const struct chj_error *e)
 {
 	fprintf(stderr, "chj: %s\n", e->msg);
-	return e->rc == CHJ_ERR_NOT_RETAINED ? EXIT_NOT_RETAINED : EXIT_ERROR;
+	return chj_rc_full_backup(e->rc) ? EXIT_FULL_BACKUP : EXIT_ERROR;
 }
 
 int cli_getopt(const struct chj_cmd *c, int argc, char **argv,
 	       const char *shortopts, const struct option *longopts)
 {
-	int o = getopt_long(argc, argv, shortopts, longopts, NULL);
+	char opts[32];
+	int o;
 
-	if (o == 'h')
-		cli_help(c);
-	else if (o == '?')
-		cli_usage(c, "unknown option or missing argument: '%s'",
-			  argv[optind - 1]);
+	/* A leading ':' makes getopt tell a missing argument (':') apart. */
+	snprintf(opts, sizeof(opts), ":%s", shortopts);
+	o = getopt_long(argc, argv, opts, longopts, NULL);
+	if (o == ':') {
+		cli_usage(c, "option '%s' needs an argument", argv[optind - 1]);
+		return '?';
+	}
+	if (o == '?')
+		cli_usage(c, "unknown option '%s'", argv[optind - 1]);
 	return o;
 }
 
@@ -193,32 +213,56 @@ int cli_finish(int code)
 	return code;
 }
 
+/* A parsed size, or a usage error that says what is wrong with it. */
+static int size_arg(const struct chj_cmd *c, const char *opt, const char *arg,
+		    uint64_t *bytes)
+{
+	int rc = chj_parse_size(arg, bytes);
+
+	if (rc == CHJ_ERR_RANGE)
+		return cli_usage(c, "%s %s: too large (2^64 bytes or more)", opt, arg);
+	if (rc)
+		return cli_usage(c, "%s %s: not a size (a number, optionally followed by K, M, G, T or P)",
+				 opt, arg);
+	return 0;
+}
+
 int cli_region_size(const struct chj_cmd *c, const char *arg, uint32_t *rs)
 {
 	uint64_t b;
 
-	if (chj_parse_size(arg, &b) || b % 512 ||
-	    !chj_region_sectors_valid(b / 512))
+	if (size_arg(c, "--region-size", arg, &b))
+		return c->usage_exit;
+	if (b % 512 || !chj_region_sectors_valid(b / 512))
 		return cli_usage(c, "--region-size %s: must be a power of two from 4K to 1G",
 				 arg);
 	*rs = b / 512;
 	return 0;
 }
 
-void json_str(FILE *f, const char *s)
+int cli_origin_size(const struct chj_cmd *c, const char *arg, uint64_t *sectors)
 {
-	fputc('"', f);
-	for (; *s; s++) {
-		unsigned char ch = *s;
+	uint64_t b;
 
-		if (ch == '"' || ch == '\\')
-			fprintf(f, "\\%c", ch);
-		else if (ch < 0x20)
-			fprintf(f, "\\u%04x", ch);
-		else
-			fputc(ch, f);
-	}
-	fputc('"', f);
+	if (size_arg(c, "--origin-size", arg, &b))
+		return c->usage_exit;
+	if (!b)
+		return cli_usage(c, "--origin-size %s: must not be zero", arg);
+	if (b % 512)
+		return cli_usage(c, "--origin-size %s: not a whole number of 512-byte sectors", arg);
+	*sectors = b / 512;
+	return 0;
+}
+
+int cli_mark_ahead(const struct chj_cmd *c, const char *arg, uint32_t *regions)
+{
+	uint64_t v;
+
+	if (chj_parse_u64(arg, &v) || v > CHJ_REGIONS_PER_BLOCK)
+		return cli_usage(c, "--mark-ahead %s: not a number of regions from 0 to %u",
+				 arg, CHJ_REGIONS_PER_BLOCK);
+	*regions = v;
+	return 0;
 }
 
 int cmd_help(int argc, char **argv)
@@ -229,16 +273,22 @@ int cmd_help(int argc, char **argv)
 		main_help(stdout);
 		return cli_finish(EXIT_OK);
 	}
+	if (argc > 2)
+		return cli_usage(chj_find_cmd("help"), "too many arguments");
 	c = chj_find_cmd(argv[1]);
-	if (!c) {
-		fprintf(stderr, "chj: help: unknown command '%s'\n", argv[1]);
-		return EXIT_USAGE;
-	}
-	if (c->run == cmd_help)
-		main_help(stdout);
-	else
-		cli_help(c);
+	if (!c)
+		return cli_usage(chj_find_cmd("help"), "unknown command '%s'", argv[1]);
+	cli_help(c);
 	return cli_finish(EXIT_OK);
+}
+
+/* Does argv (up to a "--") ask for help? */
+static int wants_help(int argc, char **argv)
+{
+	for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
+			return 1;
+	return 0;
 }
 
 int chj_main(int argc, char **argv)
@@ -252,7 +302,7 @@ int chj_main(int argc, char **argv)
 	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))
 		return cmd_help(1, argv);
 	if (!strcmp(argv[1], "--version")) {
-		printf("chj 0.1 (metadata format version %u)\n", CHJ_VERSION);
+		printf("chj %s (metadata format %u)\n", CHJ_RELEASE, CHJ_VERSION);
 		return cli_finish(EXIT_OK);
 	}
 	c = chj_find_cmd(argv[1]);
@@ -260,7 +310,16 @@ int chj_main(int argc, char **argv)
 		fprintf(stderr, "chj: unknown command '%s'\nTry 'chj help'.\n", argv[1]);
 		return EXIT_USAGE;
 	}
-	/* getopt state is global: reset it for every (test) invocation. */
+	/* --help is handled here, once, for every command. */
+	if (wants_help(argc - 1, argv + 1)) {
+		cli_help(c);
+		return cli_finish(EXIT_OK);
+	}
+	/*
+	 * getopt keeps its state in globals: optind = 0 makes glibc start
+	 * over (a unit test runs many commands in one process); opterr = 0
+	 * leaves the messages to cli_getopt.
+	 */
 	optind = 0;
 	opterr = 0;
 	return c->run(argc - 1, argv + 1);

@@ -12,7 +12,7 @@
 #define EXIT_OK			0
 #define EXIT_ERROR		1
 #define EXIT_USAGE		2
-#define EXIT_NOT_RETAINED	3	/* epoch no longer retained: full backup */
+#define EXIT_FULL_BACKUP	3	/* chj_rc_full_backup(): a full backup is needed */
 
 #define FSCK_OK			0
 #define FSCK_CORRECTED		1
@@ -38,20 +38,29 @@ int chj_main(int argc, char **argv);
 /* Print "chj: CMD: why" and a hint; return the command's usage exit code. */
 int cli_usage(const struct chj_cmd *c, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
-/* Print "chj: msg" for a library error; return EXIT_ERROR/NOT_RETAINED. */
+/* Print "chj: msg" for a library error; return EXIT_ERROR or EXIT_FULL_BACKUP. */
 int cli_fail(const struct chj_error *e);
-/* Print chj CMD --help to stdout. */
+/* Print chj CMD --help to stdout (chj_main does, for --help or -h). */
 void cli_help(const struct chj_cmd *c);
 /*
- * getopt_long for a subcommand: reset state, turn --help into help output
- * (returns 'h'), unknown options into a usage error ('?').
+ * getopt_long for a subcommand (chj_main has reset getopt and handled
+ * --help already): an unknown option or a missing argument is a usage
+ * error, each with its own message, and returns '?'.
  */
 int cli_getopt(const struct chj_cmd *c, int argc, char **argv,
 	       const char *shortopts, const struct option *longopts);
 /* Flush stdout; a write error there is a failure, not silent truncation. */
 int cli_finish(int code);
-/* Parse --region-size into sectors: power of two, 4 KiB .. 1 GiB. */
+/*
+ * Option arguments; each prints its own usage error (too large, zero, not
+ * whole sectors...) and returns the command's usage exit code, or 0.
+ * --region-size into sectors: power of two, 4 KiB .. 1 GiB.
+ */
 int cli_region_size(const struct chj_cmd *c, const char *arg, uint32_t *rs);
+/* --origin-size into sectors: non-zero, whole sectors (what format takes). */
+int cli_origin_size(const struct chj_cmd *c, const char *arg, uint64_t *sectors);
+/* --mark-ahead: 0 .. CHJ_REGIONS_PER_BLOCK regions (dm-chj's limit). */
+int cli_mark_ahead(const struct chj_cmd *c, const char *arg, uint32_t *regions);
 /* Region size to use: given, or the default, saying on stderr if raised. */
 uint32_t cli_pick_region(uint64_t origin_sectors, uint32_t given);
 /*
@@ -59,8 +68,6 @@ uint32_t cli_pick_region(uint64_t origin_sectors, uint32_t given);
  * and other signatures (unless force; then wipe them).  0 or an exit code.
  */
 int cli_check_overwrite(const char *path, int force, int allow_chj);
-/* Write s as a JSON string. */
-void json_str(FILE *f, const char *s);
 
 int cmd_create(int argc, char **argv);
 int cmd_remove(int argc, char **argv);

@@ -10,19 +10,18 @@ struct opts {
 	const char *metadata, *name;
 };
 
-static int parse(const struct chj_cmd *c, int argc, char **argv, struct opts *o)
+static int changes_args(const struct chj_cmd *c, int argc, char **argv, struct opts *o)
 {
 	static const struct option lo[] = {
 		{ "since", required_argument, NULL, 's' },
 		{ "metadata", required_argument, NULL, 'm' },
 		{ "bytes", no_argument, NULL, 'b' },
 		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
 	int opt;
 
-	while ((opt = cli_getopt(c, argc, argv, "h", lo)) != -1) {
+	while ((opt = cli_getopt(c, argc, argv, "", lo)) != -1) {
 		switch (opt) {
 		case 's':
 			if (chj_parse_u64(optarg, &o->since))
@@ -32,7 +31,6 @@ static int parse(const struct chj_cmd *c, int argc, char **argv, struct opts *o)
 		case 'm': o->metadata = optarg; break;
 		case 'b': o->bytes = 1; break;
 		case 'j': o->json = 1; break;
-		case 'h': return -1;
 		default: return c->usage_exit;
 		}
 	}
@@ -47,7 +45,7 @@ static int parse(const struct chj_cmd *c, int argc, char **argv, struct opts *o)
 	return 0;
 }
 
-static void print(const struct chj_changes *ch, const struct opts *o)
+static void changes_print(const struct chj_changes *ch, const struct opts *o)
 {
 	const struct chj_changes_info *in = chj_changes_info(ch);
 	unsigned shift = o->bytes ? CHJ_SECTOR_SHIFT : 0;
@@ -55,9 +53,10 @@ static void print(const struct chj_changes *ch, const struct opts *o)
 	struct chj_range r;
 	int first = 1;
 
+	/* "unit" is the unit of the ranges; every other size names its own. */
 	if (o->json)
 		printf("{\"since\": %llu, \"current_epoch\": %llu, \"oldest_epoch\": %llu, "
-		       "\"unit\": \"%s\", \"region_size\": %llu, \"ranges\": [",
+		       "\"unit\": \"%s\", \"region_size_bytes\": %llu, \"ranges\": [",
 		       (unsigned long long)in->since,
 		       (unsigned long long)in->sb.current_epoch,
 		       (unsigned long long)in->sb.oldest_epoch,
@@ -83,10 +82,10 @@ int cmd_changes(int argc, char **argv)
 	struct chj_error e = { 0 };
 	struct chj_meta *m = NULL;
 	struct chj_changes *ch = NULL;
-	int rc = parse(c, argc, argv, &o);
+	int rc = changes_args(c, argc, argv, &o);
 
 	if (rc)
-		return rc < 0 ? cli_finish(EXIT_OK) : rc;
+		return rc;
 	if (o.metadata)
 		rc = chj_meta_open(&m, o.metadata, 0, &e);
 	else
@@ -95,13 +94,11 @@ int cmd_changes(int argc, char **argv)
 	if (!rc)
 		rc = chj_changes_since(m, o.since, &ch, &e);
 	chj_meta_close(m);
+	if (!rc && (rc = chj_changes_trusted(ch, o.metadata ? o.metadata : o.name, &e)))
+		chj_changes_free(ch);
 	if (rc)
 		return cli_fail(&e);
-	if (chj_changes_info(ch)->damaged_bitmap_blocks)
-		fprintf(stderr, "chj: warning: %s: %llu damaged bitmap blocks: their regions are reported as changed (run chj check)\n",
-			o.metadata ? o.metadata : o.name,
-			(unsigned long long)chj_changes_info(ch)->damaged_bitmap_blocks);
-	print(ch, &o);
+	changes_print(ch, &o);
 	chj_changes_free(ch);
 	return cli_finish(EXIT_OK);
 }

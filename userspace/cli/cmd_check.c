@@ -13,7 +13,6 @@ int cmd_check(int argc, char **argv)
 {
 	static const struct option lo[] = {
 		{ "repair", no_argument, NULL, 'r' },
-		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
 	const struct chj_cmd *c = chj_find_cmd("check");
@@ -23,11 +22,10 @@ int cmd_check(int argc, char **argv)
 	int opt, repair = 0, rc, code;
 	const char *path;
 
-	while ((opt = cli_getopt(c, argc, argv, "h", lo)) != -1) {
-		if (opt == 'r')
-			repair = 1;
-		else
-			return opt == 'h' ? cli_finish(FSCK_OK) : FSCK_USAGE;
+	while ((opt = cli_getopt(c, argc, argv, "", lo)) != -1) {
+		if (opt != 'r')
+			return c->usage_exit;
+		repair = 1;
 	}
 	if (optind != argc - 1)
 		return cli_usage(c, optind == argc ? "METADATA_DEV is required" : "too many arguments");
@@ -40,7 +38,11 @@ int cmd_check(int argc, char **argv)
 		cli_fail(&e);
 		return cli_finish(FSCK_OPERATIONAL);
 	}
-	if (!r.problems) {
+	if (r.no_superblock) {
+		/* Like e2fsck on something that is not a file system: 8. */
+		printf("%s: not chj metadata (or both superblocks damaged): nothing to check\n", path);
+		code = FSCK_OPERATIONAL;
+	} else if (!r.problems) {
 		printf("%s: clean\n", path);
 		code = FSCK_OK;
 	} else if (r.fixed >= r.problems) {

@@ -10,28 +10,31 @@
 
 struct copts {
 	const char *name, *meta, *origin;
-	uint32_t rs;
+	uint32_t rs, mark_ahead;
 	int force;
 };
 
-static int parse(const struct chj_cmd *c, int argc, char **argv, struct copts *o)
+static int create_args(const struct chj_cmd *c, int argc, char **argv, struct copts *o)
 {
 	static const struct option lo[] = {
 		{ "region-size", required_argument, NULL, 'r' },
+		{ "mark-ahead", required_argument, NULL, 'a' },
 		{ "force", no_argument, NULL, 'f' },
-		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
 	int opt;
 
-	while ((opt = cli_getopt(c, argc, argv, "h", lo)) != -1) {
+	while ((opt = cli_getopt(c, argc, argv, "", lo)) != -1) {
 		switch (opt) {
 		case 'r':
 			if (cli_region_size(c, optarg, &o->rs))
 				return c->usage_exit;
 			break;
+		case 'a':
+			if (cli_mark_ahead(c, optarg, &o->mark_ahead))
+				return c->usage_exit;
+			break;
 		case 'f': o->force = 1; break;
-		case 'h': return -1;
 		default: return c->usage_exit;
 		}
 	}
@@ -108,10 +111,11 @@ int cmd_create(int argc, char **argv)
 	struct chj_dm_table t = { 0 }, cur;
 	struct chj_error e = { 0 };
 	uint64_t obytes, mbytes;
-	int existed, rc = parse(c, argc, argv, &o);
+	int existed, rc = create_args(c, argc, argv, &o);
 
 	if (rc)
-		return rc < 0 ? cli_finish(EXIT_OK) : rc;
+		return rc;
+	t.mark_ahead = o.mark_ahead;
 	if ((rc = block_dev(o.origin, &obytes, &t.origin)) ||
 	    (rc = block_dev(o.meta, &mbytes, &t.metadata)))
 		return rc;

@@ -25,7 +25,7 @@ static const char *copy_state(const struct chj_sb_copies *cp, unsigned i)
 	return cp->state[i] == CHJ_SB_VALID ? "valid" : cp->why[i];
 }
 
-static void human(const struct chj_dump *d, const char *path)
+static void dump_text(const struct chj_dump *d, const char *path)
 {
 	const struct chj_sb *sb = &d->sb;
 	char uuid[37], h1[32], h2[32], t1[64], t2[64];
@@ -72,18 +72,18 @@ static void human(const struct chj_dump *d, const char *path)
 		       (unsigned long long)d->damaged_bitmap_blocks);
 }
 
-static void json(const struct chj_dump *d, const char *path)
+static void dump_json(const struct chj_dump *d, const char *path)
 {
 	const struct chj_sb *sb = &d->sb;
 	char uuid[37];
 
 	chj_uuid_str(sb->uuid, uuid);
 	printf("{\"path\": ");
-	json_str(stdout, path);
+	chj_json_str(stdout, path);
 	printf(", \"version\": %u, \"superblock_copies\": [", CHJ_VERSION);
 	for (unsigned i = 0; i < CHJ_SB_COPIES; i++) {
 		printf("%s", i ? ", " : "");
-		json_str(stdout, copy_state(&d->copies, i));
+		chj_json_str(stdout, copy_state(&d->copies, i));
 	}
 	printf("], \"copy_in_force\": %d, \"seq\": %llu, \"uuid\": \"%s\", \"all_changed\": %s,\n",
 	       d->copies.best, (unsigned long long)sb->seq, uuid,
@@ -119,7 +119,6 @@ int cmd_dump(int argc, char **argv)
 {
 	static const struct option lo[] = {
 		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
 	const struct chj_cmd *c = chj_find_cmd("dump");
@@ -128,11 +127,10 @@ int cmd_dump(int argc, char **argv)
 	struct chj_dump d;
 	int opt, as_json = 0, rc;
 
-	while ((opt = cli_getopt(c, argc, argv, "h", lo)) != -1) {
-		if (opt == 'j')
-			as_json = 1;
-		else
-			return opt == 'h' ? cli_finish(EXIT_OK) : c->usage_exit;
+	while ((opt = cli_getopt(c, argc, argv, "", lo)) != -1) {
+		if (opt != 'j')
+			return c->usage_exit;
+		as_json = 1;
 	}
 	if (optind != argc - 1)
 		return cli_usage(c, optind == argc ? "METADATA_DEV is required" : "too many arguments");
@@ -143,9 +141,9 @@ int cmd_dump(int argc, char **argv)
 	if (rc)
 		return cli_fail(&e);
 	if (as_json)
-		json(&d, argv[optind]);
+		dump_json(&d, argv[optind]);
 	else
-		human(&d, argv[optind]);
+		dump_text(&d, argv[optind]);
 	chj_dump_free(&d);
 	return cli_finish(EXIT_OK);
 }

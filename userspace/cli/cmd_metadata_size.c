@@ -6,7 +6,7 @@
 #include "cli.h"
 
 struct msize {
-	uint64_t origin_bytes, epochs;
+	uint64_t origin_sectors, epochs;
 	double pct;
 	uint32_t rs;
 	int numeric;
@@ -22,7 +22,7 @@ static uint64_t worst_extents(uint64_t nr, double pct)
 	return k < nr - k + 1 ? k : nr - k + 1;
 }
 
-static int parse(const struct chj_cmd *c, int argc, char **argv, struct msize *s)
+static int msize_args(const struct chj_cmd *c, int argc, char **argv, struct msize *s)
 {
 	static const struct option lo[] = {
 		{ "origin-size", required_argument, NULL, 'o' },
@@ -30,17 +30,17 @@ static int parse(const struct chj_cmd *c, int argc, char **argv, struct msize *s
 		{ "epochs", required_argument, NULL, 'e' },
 		{ "changed", required_argument, NULL, 'c' },
 		{ "numeric", no_argument, NULL, 'n' },
-		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
 	char *end;
 	int opt;
 
-	while ((opt = cli_getopt(c, argc, argv, "hn", lo)) != -1) {
+	while ((opt = cli_getopt(c, argc, argv, "n", lo)) != -1) {
 		switch (opt) {
 		case 'o':
-			if (chj_parse_size(optarg, &s->origin_bytes) || s->origin_bytes < 512)
-				return cli_usage(c, "--origin-size %s: not a size", optarg);
+			/* What chj format and chj create accept, no more. */
+			if (cli_origin_size(c, optarg, &s->origin_sectors))
+				return c->usage_exit;
 			break;
 		case 'r':
 			if (cli_region_size(c, optarg, &s->rs))
@@ -56,13 +56,12 @@ static int parse(const struct chj_cmd *c, int argc, char **argv, struct msize *s
 				return cli_usage(c, "--changed %s: not a percentage from 0 to 100", optarg);
 			break;
 		case 'n': s->numeric = 1; break;
-		case 'h': return -1;
 		default: return c->usage_exit;
 		}
 	}
 	if (optind != argc)
 		return cli_usage(c, "unexpected argument '%s'", argv[optind]);
-	if (!s->origin_bytes)
+	if (!s->origin_sectors)
 		return cli_usage(c, "--origin-size SIZE is required");
 	return 0;
 }
@@ -73,11 +72,11 @@ int cmd_metadata_size(int argc, char **argv)
 	struct msize s = { .epochs = 8, .pct = 1.0 };
 	uint64_t origin, nr, bb, jb, total;
 	char h[5][32];
-	int rc = parse(c, argc, argv, &s);
+	int rc = msize_args(c, argc, argv, &s);
 
 	if (rc)
-		return rc < 0 ? cli_finish(EXIT_OK) : rc;
-	origin = (s.origin_bytes + 511) / 512;
+		return rc;
+	origin = s.origin_sectors;
 	s.rs = cli_pick_region(origin, s.rs);
 	nr = chj_regions_for(origin, s.rs);
 	if (nr > (1ull << 40)) {

@@ -2,18 +2,12 @@
 /* chj remove and chj checkpoint: one device-mapper call each. */
 #include "cli.h"
 
-/* Parse a command whose only argument is NAME; 0, -1 (help) or exit code. */
+/* Parse a command whose only argument is NAME; 0 or an exit code. */
 static int only_name(const struct chj_cmd *c, int argc, char **argv)
 {
-	static const struct option lo[] = {
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 }
-	};
-	int opt = cli_getopt(c, argc, argv, "h", lo);
+	static const struct option lo[] = { { 0 } };
 
-	if (opt == 'h')
-		return -1;
-	if (opt != -1)
+	if (cli_getopt(c, argc, argv, "", lo) != -1)
 		return c->usage_exit;
 	if (argc - optind != 1)
 		return cli_usage(c, optind == argc ? "NAME is required" : "too many arguments");
@@ -27,7 +21,7 @@ int cmd_remove(int argc, char **argv)
 	int rc = only_name(c, argc, argv);
 
 	if (rc)
-		return rc < 0 ? cli_finish(EXIT_OK) : rc;
+		return rc;
 	if (chj_dm_remove(argv[optind], &e))
 		return cli_fail(&e);
 	return cli_finish(EXIT_OK);
@@ -41,7 +35,7 @@ int cmd_checkpoint(int argc, char **argv)
 	int rc = only_name(c, argc, argv);
 
 	if (rc)
-		return rc < 0 ? cli_finish(EXIT_OK) : rc;
+		return rc;
 	if (chj_dm_checkpoint(argv[optind], &epoch, &e))
 		return cli_fail(&e);
 	printf("%llu\n", (unsigned long long)epoch);

@@ -15,12 +15,13 @@ struct row {
 };
 
 enum { C_NAME, C_ORIGIN, C_META, C_REGION, C_EPOCH, C_OLDEST, C_MARKED, C_REGIONS,
-       C_JUSED, C_JBLOCKS, C_MODE, NCOLS };
+       C_JUSED, C_JBLOCKS, C_MODE, C_MARK_AHEAD, C_FEATURES, NCOLS };
 
 static const struct { const char *name; int num; } cols[NCOLS] = {
 	{ "NAME", 0 }, { "ORIGIN", 0 }, { "METADATA", 0 }, { "REGION-SIZE", 1 },
 	{ "EPOCH", 1 }, { "OLDEST", 1 }, { "MARKED", 1 }, { "REGIONS", 1 },
 	{ "JOURNAL-USED", 1 }, { "JOURNAL-BLOCKS", 1 }, { "MODE", 0 },
+	{ "MARK-AHEAD", 1 }, { "FEATURES", 0 },
 };
 
 static void devname(dev_t d, char *buf, size_t len)
@@ -32,25 +33,28 @@ static void devname(dev_t d, char *buf, size_t len)
 static int add_row(struct libscols_table *tb, const struct row *r, int json)
 {
 	struct libscols_line *ln = scols_table_new_line(tb, NULL);
-	char v[NCOLS][64];
+	char v[NCOLS][sizeof(r->t.other_features)];
 	int rc = 0;
 
 	if (!ln)
 		return -1;
-	snprintf(v[C_NAME], 64, "%s", r->name);
-	devname(r->t.origin, v[C_ORIGIN], 64);
-	devname(r->t.metadata, v[C_META], 64);
+	snprintf(v[C_NAME], sizeof(v[0]), "%s", r->name);
+	devname(r->t.origin, v[C_ORIGIN], sizeof(v[0]));
+	devname(r->t.metadata, v[C_META], sizeof(v[0]));
 	if (json)
-		snprintf(v[C_REGION], 64, "%llu", (unsigned long long)r->s.region_sectors << 9);
+		snprintf(v[C_REGION], sizeof(v[0]), "%llu", (unsigned long long)r->s.region_sectors << 9);
 	else
-		chj_human_size((uint64_t)r->s.region_sectors << 9, v[C_REGION], 64);
-	snprintf(v[C_EPOCH], 64, "%llu", (unsigned long long)r->s.current_epoch);
-	snprintf(v[C_OLDEST], 64, "%llu", (unsigned long long)r->s.oldest_epoch);
-	snprintf(v[C_MARKED], 64, "%llu", (unsigned long long)r->s.marked);
-	snprintf(v[C_REGIONS], 64, "%llu", (unsigned long long)r->s.nr_regions);
-	snprintf(v[C_JUSED], 64, "%llu", (unsigned long long)r->s.journal_used);
-	snprintf(v[C_JBLOCKS], 64, "%llu", (unsigned long long)r->s.journal_blocks);
-	snprintf(v[C_MODE], 64, "%s", r->s.mode);
+		chj_human_size((uint64_t)r->s.region_sectors << 9, v[C_REGION], sizeof(v[0]));
+	snprintf(v[C_EPOCH], sizeof(v[0]), "%llu", (unsigned long long)r->s.current_epoch);
+	snprintf(v[C_OLDEST], sizeof(v[0]), "%llu", (unsigned long long)r->s.oldest_epoch);
+	snprintf(v[C_MARKED], sizeof(v[0]), "%llu", (unsigned long long)r->s.marked);
+	snprintf(v[C_REGIONS], sizeof(v[0]), "%llu", (unsigned long long)r->s.nr_regions);
+	snprintf(v[C_JUSED], sizeof(v[0]), "%llu", (unsigned long long)r->s.journal_used);
+	snprintf(v[C_JBLOCKS], sizeof(v[0]), "%llu", (unsigned long long)r->s.journal_blocks);
+	snprintf(v[C_MODE], sizeof(v[0]), "%s", r->s.mode);
+	snprintf(v[C_MARK_AHEAD], sizeof(v[0]), "%u", r->t.mark_ahead);
+	/* Feature words of the table chj does not know (a newer module). */
+	snprintf(v[C_FEATURES], sizeof(v[0]), "%s", r->t.other_features);
 	for (int i = 0; i < NCOLS && !rc; i++)
 		rc = scols_line_set_data(ln, i, v[i]);
 	return rc;
@@ -179,7 +183,6 @@ int cmd_status(int argc, char **argv)
 {
 	static const struct option lo[] = {
 		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
 	const struct chj_cmd *c = chj_find_cmd("status");
@@ -189,11 +192,10 @@ int cmd_status(int argc, char **argv)
 	struct row *rows;
 	int opt, json = 0, rc, listed = 0;
 
-	while ((opt = cli_getopt(c, argc, argv, "h", lo)) != -1) {
-		if (opt == 'j')
-			json = 1;
-		else
-			return opt == 'h' ? cli_finish(EXIT_OK) : c->usage_exit;
+	while ((opt = cli_getopt(c, argc, argv, "", lo)) != -1) {
+		if (opt != 'j')
+			return c->usage_exit;
+		json = 1;
 	}
 	if (optind < argc) {
 		names = argv + optind;

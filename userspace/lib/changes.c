@@ -69,7 +69,7 @@ static int epoch_in_range(struct chj_meta *m, const struct chj_sb *sb,
 			       (unsigned long long)sb->oldest_epoch);
 	if (since > sb->current_epoch)
 		return chj_err(e, CHJ_ERR_FUTURE,
-			       "epoch %llu: newer than the current epoch %llu of %s",
+			       "epoch %llu: newer than the current epoch %llu of %s (formatted anew since?): a full backup is needed",
 			       (unsigned long long)since,
 			       (unsigned long long)sb->current_epoch, m->path);
 	return CHJ_OK;
@@ -111,7 +111,8 @@ static int snapshot(struct chj_meta *m, uint64_t since, struct chj_changes *c,
 	if (rc)
 		return rc;
 	if (w.problems)
-		return chj_err(e, CHJ_ERR_CORRUPT, "%s: %s (run chj check)",
+		return chj_err(e, CHJ_ERR_UNTRUSTED,
+			       "%s: journal damaged: %s: the changes cannot be trusted, a full backup is needed (run chj check)",
 			       m->path, j.first_problem);
 	c->info.sb = sb;
 	c->info.since = since;
@@ -119,6 +120,21 @@ static int snapshot(struct chj_meta *m, uint64_t since, struct chj_changes *c,
 	c->info.damaged_bitmap_blocks = bm.damaged + bm.newer;
 	c->info.changed_regions = chj_bits_count(&c->bits);
 	return CHJ_OK;
+}
+
+int chj_rc_full_backup(int rc)
+{
+	return rc == CHJ_ERR_NOT_RETAINED || rc == CHJ_ERR_FUTURE || rc == CHJ_ERR_UNTRUSTED;
+}
+
+int chj_changes_trusted(const struct chj_changes *c, const char *what,
+			struct chj_error *e)
+{
+	if (!c->info.damaged_bitmap_blocks)
+		return CHJ_OK;
+	return chj_err(e, CHJ_ERR_UNTRUSTED,
+		       "%s: %llu damaged bitmap blocks: the changes cannot be trusted, a full backup is needed (chj check --repair makes them all changed)",
+		       what, (unsigned long long)c->info.damaged_bitmap_blocks);
 }
 
 int chj_changes_since(struct chj_meta *m, uint64_t since,

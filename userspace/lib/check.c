@@ -67,6 +67,7 @@ static int check_sbs(struct chj_meta *m, struct cctx *c, struct chj_sb *sb,
 	if (cp.best < 0) {
 		say(c, CHJ_PROBLEM, "no valid superblock (block 0: %s; block 1: %s); cannot repair",
 		    cp.why[0], cp.why[1]);
+		c->r->no_superblock = 1;
 		return CHJ_OK;
 	}
 	for (unsigned i = 0; i < CHJ_SB_COPIES; i++)

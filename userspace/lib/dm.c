@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR MIT
 /*
  * The dm-chj target through libdevmapper: table, status, message, create,
- * reload, remove.  Never runs dmsetup.  Without udev (the test VM has none)
+ * remove.  Never runs dmsetup.  Without udev (the test VM has none)
  * libdevmapper is told not to wait for it and makes /dev/mapper nodes itself
  * when a cookie is waited for.
  */
@@ -48,10 +48,36 @@ void chj_dm_init(void)
 	dm_log_with_errno_init(dm_log);
 }
 
+/*
+ * Why device-mapper cannot be used at all, or NULL: no control node, or the
+ * kernel has not registered its misc device (a control node left in /dev,
+ * no dm_mod loaded).  libdevmapper only says "Incompatible libdevmapper ...
+ * and kernel driver (unknown version)" then.
+ */
+static const char *dm_missing(void)
+{
+	char line[128];
+	FILE *f;
+	int found = 0;
+
+	if (access(CHJ_DM_CONTROL, F_OK))
+		return " (no " CHJ_DM_CONTROL ": is device-mapper in the kernel? try modprobe dm_mod)";
+	f = fopen("/proc/misc", "re");
+	if (!f)
+		return NULL;
+	while (!found && fgets(line, sizeof(line), f))
+		found = strstr(line, " device-mapper\n") != NULL;
+	fclose(f);
+	return found ? NULL :
+	       " (device-mapper is not in the running kernel, see /proc/misc: try modprobe dm_mod)";
+}
+
 static int dm_fail(struct chj_error *e, const char *name, const char *what)
 {
-	return chj_err(e, CHJ_ERR_DM, "%s: %s failed%s%s", name, what,
-		       dm_last[0] ? ": " : "", dm_last);
+	const char *hint = dm_missing();
+
+	return chj_err(e, CHJ_ERR_DM, "%s: %s failed%s%s%s", name, what,
+		       dm_last[0] ? ": " : "", dm_last, hint ? hint : "");
 }
 
 /* /dev/kmsg positioned after the last record, or -1: opened before a task. */
@@ -98,7 +124,7 @@ static void kernel_reason(int fd, char *buf, size_t len)
 	}
 }
 
-/* A create or reload failed: say what the kernel said, if it said it. */
+/* A create failed: say what the kernel said, if it said it. */
 static int table_fail(struct chj_error *e, const char *name, const char *what,
 		      int kfd)
 {
@@ -161,8 +187,9 @@ static int parse_dev(const char *s, dev_t *dev)
 int chj_parse_table_params(const char *params, struct chj_dm_table *t,
 			   struct chj_error *e)
 {
-	char meta[256], origin[256];
+	char meta[256], origin[256], word[64];
 	unsigned long long rs;
+	const char *p;
 	unsigned nf = 0;
 	int n = 0, n2 = 0;
 
@@ -171,7 +198,28 @@ int chj_parse_table_params(const char *params, struct chj_dm_table *t,
 	    !chj_region_sectors_valid(rs))
 		return chj_err(e, CHJ_ERR_INVAL, "table \"%s\": not a chj table", params);
 	t->region_sectors = rs;
-	t->nr_features = n2 ? nf : 0;
+	t->mark_ahead = 0;
+	t->other_features[0] = 0;
+	p = params + (n2 ? n2 : n);
+	/* Feature words: mark_ahead N, and any this library does not know, kept. */
+	for (unsigned i = 0; n2 && i < nf; i++) {
+		unsigned long long v;
+		size_t used = strlen(t->other_features);
+
+		if (sscanf(p, "%63s%n", word, &n) != 1)
+			return chj_err(e, CHJ_ERR_INVAL, "table \"%s\": %u feature words announced, fewer given",
+				       params, nf);
+		p += n;
+		if (!strcmp(word, "mark_ahead") && i + 1 < nf &&
+		    sscanf(p, "%llu%n", &v, &n) == 1 && v <= UINT32_MAX) {
+			t->mark_ahead = v;
+			p += n;
+			i++;
+		} else if (snprintf(t->other_features + used, sizeof(t->other_features) - used,
+				    "%s%s", used ? " " : "", word) >= (int)(sizeof(t->other_features) - used)) {
+			return chj_err(e, CHJ_ERR_INVAL, "table \"%s\": feature words too long", params);
+		}
+	}
 	return CHJ_OK;
 }
 
@@ -306,17 +354,38 @@ int chj_dm_checkpoint(const char *name, uint64_t *new_epoch,
 	return rc;
 }
 
-static void table_params(const struct chj_dm_table *t, char *buf, size_t len)
+/* Number of words in s. */
+static unsigned count_words(const char *s)
 {
-	snprintf(buf, len, "%u:%u %u:%u %u", major(t->metadata), minor(t->metadata),
-		 major(t->origin), minor(t->origin), t->region_sectors);
+	unsigned n = 0;
+
+	for (const char *p = s; *p; p++)
+		n += *p != ' ' && (p == s || p[-1] == ' ');
+	return n;
+}
+
+int chj_dm_table_params(const struct chj_dm_table *t, char *buf, size_t len)
+{
+	unsigned nf = (t->mark_ahead ? 2 : 0) + count_words(t->other_features);
+	int n = snprintf(buf, len, "%u:%u %u:%u %u", major(t->metadata), minor(t->metadata),
+			 major(t->origin), minor(t->origin), t->region_sectors);
+
+	if (nf && n >= 0 && (size_t)n < len)
+		n += snprintf(buf + n, len - n, " %u", nf);
+	if (t->mark_ahead && n >= 0 && (size_t)n < len)
+		n += snprintf(buf + n, len - n, " mark_ahead %u", t->mark_ahead);
+	if (t->other_features[0] && n >= 0 && (size_t)n < len)
+		n += snprintf(buf + n, len - n, " %s", t->other_features);
+	return n >= 0 && (size_t)n < len ? 0 : -1;
 }
 
 static int same_table(const struct chj_dm_table *a, const struct chj_dm_table *want)
 {
 	return a->start == want->start && a->len == want->len &&
 	       a->metadata == want->metadata && a->origin == want->origin &&
-	       (!want->region_sectors || a->region_sectors == want->region_sectors);
+	       (!want->region_sectors || a->region_sectors == want->region_sectors) &&
+	       a->mark_ahead == want->mark_ahead &&
+	       !strcmp(a->other_features, want->other_features);
 }
 
 /* Run a task that changes devices, then let libdevmapper make the nodes. */
@@ -337,7 +406,7 @@ int chj_dm_create(const char *name, const struct chj_dm_table *t,
 {
 	struct chj_dm_table cur;
 	struct dm_task *dmt;
-	char params[128];
+	char params[256];
 	int r = dm_exists(name, e), rc = CHJ_OK, kfd;
 
 	*existed = 0;
@@ -355,7 +424,8 @@ int chj_dm_create(const char *name, const struct chj_dm_table *t,
 		*existed = 1;
 		return CHJ_OK;
 	}
-	table_params(t, params, sizeof(params));
+	if (chj_dm_table_params(t, params, sizeof(params)))
+		return chj_err(e, CHJ_ERR_INVAL, "%s: table too long", name);
 	kfd = kmsg_open_end();
 	dmt = new_task(DM_DEVICE_CREATE, name);
 	/* CREATE with a table: libdevmapper creates, loads and resumes. */
@@ -366,32 +436,6 @@ int chj_dm_create(const char *name, const struct chj_dm_table *t,
 		dm_task_destroy(dmt);
 	if (kfd >= 0)
 		close(kfd);
-	return rc;
-}
-
-int chj_dm_reload(const char *name, const struct chj_dm_table *t,
-		  struct chj_error *e)
-{
-	int kfd = kmsg_open_end();
-	struct dm_task *dmt = new_task(DM_DEVICE_RELOAD, name);
-	char params[128];
-	int rc = CHJ_OK;
-
-	table_params(t, params, sizeof(params));
-	if (!dmt || !dm_task_add_target(dmt, t->start, t->len, CHJ_TARGET_NAME, params) ||
-	    !dm_task_run(dmt))
-		rc = table_fail(e, name, "loading the new table", kfd);
-	if (kfd >= 0)
-		close(kfd);
-	if (dmt)
-		dm_task_destroy(dmt);
-	if (rc)
-		return rc;
-	dmt = new_task(DM_DEVICE_RESUME, name);
-	if (!dmt || !run_with_nodes(dmt))
-		rc = dm_fail(e, name, "resuming with the new table");
-	if (dmt)
-		dm_task_destroy(dmt);
 	return rc;
 }
 

@@ -130,11 +130,6 @@ void chj_meta_close(struct chj_meta *m)
 	free(m);
 }
 
-const char *chj_meta_path(const struct chj_meta *m)
-{
-	return m->path;
-}
-
 uint64_t chj_meta_dev_blocks(const struct chj_meta *m)
 {
 	return m->dev_blocks;

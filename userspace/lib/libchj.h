@@ -17,9 +17,18 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 #include "chj_format.h"
+
+/*
+ * The release of chj: the tools (chj --version, chj-resolve --version), the
+ * module (MODULE_VERSION) and the DKMS package (dkms.conf) all carry this
+ * one number (a unit test compares them).  The on-disk format has its own,
+ * CHJ_VERSION in chj_format.h.
+ */
+#define CHJ_RELEASE	"1.0.0"
 
 enum chj_rc {
 	CHJ_OK = 0,
@@ -34,7 +43,17 @@ enum chj_rc {
 	CHJ_ERR_NOT_FOUND,	/* no such device */
 	CHJ_ERR_EXISTS,		/* device exists with a different table */
 	CHJ_ERR_BUSY,		/* device in use, or carries a signature */
+	CHJ_ERR_RANGE,		/* a number too large (parsers) */
+	CHJ_ERR_UNTRUSTED,	/* chj metadata, but its history or bitmap is damaged */
 };
+
+/*
+ * 1 for the errors that mean "take a full backup": the epoch asked for is
+ * no longer retained, is newer than the current one (the metadata was
+ * formatted anew since), or the map is damaged (CHJ_ERR_UNTRUSTED).  Both
+ * tools exit 3 for exactly these.
+ */
+int chj_rc_full_backup(int rc);
 
 struct chj_error {
 	int rc;
@@ -54,11 +73,15 @@ uint32_t chj_block_csum(const void *block, size_t len);
 /*
  * Parse a size: decimal digits, then optionally K, M, G, T or P (binary
  * multiples of 1024, any case), optionally followed by "iB" or "B".  A bare
- * number is bytes; "B" alone is bytes.  Rejects empty, negative, fractional,
- * overflowing and trailing garbage.
+ * number is bytes; "B" alone is bytes.  CHJ_ERR_INVAL for empty, negative,
+ * fractional and trailing garbage, CHJ_ERR_RANGE for more than 2^64 - 1.
  */
 int chj_parse_size(const char *s, uint64_t *bytes);
-/* Parse a decimal unsigned 64-bit number, nothing else allowed. */
+/*
+ * Parse a decimal unsigned 64-bit number, nothing else allowed (no sign, no
+ * space): CHJ_ERR_INVAL, or CHJ_ERR_RANGE past 2^64 - 1.  The one number
+ * parser of chj and chj-resolve.
+ */
 int chj_parse_u64(const char *s, uint64_t *v);
 /* "4 KiB", "1.5 GiB", "512 B": human size into buf. */
 const char *chj_human_size(uint64_t bytes, char *buf, size_t len);
@@ -112,7 +135,6 @@ int chj_meta_open_mem(struct chj_meta **mp, void *buf, size_t len,
 int chj_meta_open_live(struct chj_meta **mp, const char *dm_name,
 		       struct chj_error *e);
 void chj_meta_close(struct chj_meta *m);
-const char *chj_meta_path(const struct chj_meta *m);
 uint64_t chj_meta_dev_blocks(const struct chj_meta *m);
 
 /* Per-copy state of the two superblock blocks (for dump and check). */
@@ -155,13 +177,23 @@ struct chj_changes;
 /*
  * Regions changed since epoch `since` (oldest <= since <= current): the
  * journal records of epochs >= since plus the current bitmap.  Reads a
- * consistent snapshot (see meta.c).  since < oldest gives
+ * consistent snapshot (see changes.c).  since < oldest gives
  * CHJ_ERR_NOT_RETAINED ("full backup needed"), since > current
- * CHJ_ERR_FUTURE.  Nothing is returned unless the whole answer is known.
+ * CHJ_ERR_FUTURE, a damaged journal record CHJ_ERR_UNTRUSTED, no valid
+ * superblock CHJ_ERR_CORRUPT.  Nothing is returned unless the whole answer
+ * is known.  Damaged bitmap blocks count as all changed and are counted in
+ * the info: call chj_changes_trusted before using the answer.
  */
 int chj_changes_since(struct chj_meta *m, uint64_t since,
 		      struct chj_changes **out, struct chj_error *e);
 void chj_changes_free(struct chj_changes *c);
+/*
+ * CHJ_OK, or CHJ_ERR_UNTRUSTED when damaged bitmap blocks were read (their
+ * regions are reported changed, but damage there means the map cannot be
+ * trusted: chj check --repair, then a full backup).
+ */
+int chj_changes_trusted(const struct chj_changes *c, const char *what,
+			struct chj_error *e);
 const struct chj_changes_info *chj_changes_info(const struct chj_changes *c);
 /*
  * Iterate the changed ranges in sectors, sorted, merged and clipped at the
@@ -229,6 +261,7 @@ struct chj_check_result {
 	unsigned problems;	/* errors found */
 	unsigned fixed;		/* of those, repaired */
 	unsigned notes;		/* harmless findings */
+	int no_superblock;	/* neither copy valid: not (or no longer) chj metadata */
 };
 /*
  * Verify everything.  With repair (m writable), make damaged metadata safe:
@@ -243,11 +276,20 @@ int chj_check(struct chj_meta *m, int repair, chj_check_report_fn fn,
 /* ---- device-mapper ---- */
 #define CHJ_TARGET_NAME	"chj"
 
+#define CHJ_DM_CONTROL	"/dev/mapper/control"
+
+/*
+ * A chj table line: "<metadata> <origin> <region_sectors> [<#features>
+ * <feature>...]".  mark_ahead 0 is the feature's absence; feature words
+ * this library does not know are kept verbatim in other_features (space-
+ * separated) so that a table read back compares and prints whole.
+ */
 struct chj_dm_table {
 	uint64_t start, len;		/* sectors */
 	dev_t metadata, origin;
 	uint32_t region_sectors;
-	unsigned nr_features;
+	uint32_t mark_ahead;		/* regions, feature "mark_ahead N" */
+	char other_features[96];
 };
 struct chj_dm_status {
 	uint32_t region_sectors;
@@ -263,6 +305,8 @@ void chj_dm_init(void);
 /* Parse the target-specific parts of a table and status line. */
 int chj_parse_table_params(const char *params, struct chj_dm_table *t,
 			   struct chj_error *e);
+/* Format t's target parameters (the inverse); -1 if len is too short. */
+int chj_dm_table_params(const struct chj_dm_table *t, char *buf, size_t len);
 int chj_parse_status_params(const char *params, struct chj_dm_status *s,
 			    struct chj_error *e);
 /* Table of chj device NAME (CHJ_ERR_NOT_FOUND, CHJ_ERR_INVAL if not chj). */
@@ -280,14 +324,12 @@ int chj_dm_checkpoint(const char *name, uint64_t *new_epoch,
 		      struct chj_error *e);
 /*
  * Create NAME with table t and resume it, making /dev/mapper/NAME.  If NAME
- * exists with an equal table, succeed with *existed = 1; with another table
- * fail with CHJ_ERR_EXISTS.  region_sectors 0 in t matches any.
+ * exists with an equal table (features included), succeed with *existed = 1;
+ * with another table fail with CHJ_ERR_EXISTS.  region_sectors 0 in t
+ * matches any.
  */
 int chj_dm_create(const char *name, const struct chj_dm_table *t,
 		  int *existed, struct chj_error *e);
-/* Load t as NAME's new table and resume (suspend happens in the resume). */
-int chj_dm_reload(const char *name, const struct chj_dm_table *t,
-		  struct chj_error *e);
 int chj_dm_remove(const char *name, struct chj_error *e);
 /* Names of all chj devices, sorted; free with chj_free_names. */
 int chj_dm_list(char ***names, size_t *n, struct chj_error *e);
@@ -308,5 +350,14 @@ int chj_wipe_signatures(const char *path, struct chj_error *e);
 /* Size in bytes of a block device or regular file. */
 int chj_dev_size(const char *path, uint64_t *bytes, dev_t *rdev,
 		 struct chj_error *e);
+
+/* ---- JSON ---- */
+/*
+ * Write s as a JSON string: control characters escaped, valid UTF-8 as is,
+ * each byte that is not UTF-8 as \udcXX (Python's surrogateescape), so the
+ * output is JSON that a strict decoder accepts and a file name round-trips.
+ * Every JSON output of chj and chj-resolve writes its strings with this.
+ */
+void chj_json_str(FILE *f, const char *s);
 
 #endif /* LIBCHJ_H */

@@ -7,23 +7,41 @@
 
 #include "libchj.h"
 
-int chj_parse_u64(const char *s, uint64_t *v)
+/*
+ * Decimal digits at *s (at least one): value into *v, *s past them.  0, or
+ * CHJ_ERR_INVAL without a digit, CHJ_ERR_RANGE past 2^64 - 1.
+ */
+static int digits(const char **s, uint64_t *v)
 {
+	const char *p = *s;
 	uint64_t x = 0;
+	int range = 0;
 
-	if (!s || !isdigit((unsigned char)*s))
+	if (!p || !isdigit((unsigned char)*p))
 		return CHJ_ERR_INVAL;
-	for (; isdigit((unsigned char)*s); s++) {
-		unsigned d = *s - '0';
+	for (; isdigit((unsigned char)*p); p++) {
+		unsigned d = *p - '0';
 
 		if (x > (UINT64_MAX - d) / 10)
-			return CHJ_ERR_INVAL;
-		x = x * 10 + d;
+			range = 1;
+		else
+			x = x * 10 + d;
 	}
-	if (*s)
-		return CHJ_ERR_INVAL;
+	*s = p;
 	*v = x;
-	return CHJ_OK;
+	return range ? CHJ_ERR_RANGE : CHJ_OK;
+}
+
+int chj_parse_u64(const char *s, uint64_t *v)
+{
+	uint64_t x;
+	int rc = digits(&s, &x);
+
+	if (rc == CHJ_ERR_INVAL || *s)
+		return CHJ_ERR_INVAL;
+	if (!rc)
+		*v = x;
+	return rc;
 }
 
 /* Shift for a unit letter, or -1. */
@@ -37,22 +55,11 @@ static int unit_shift(char c)
 
 int chj_parse_size(const char *s, uint64_t *bytes)
 {
-	char num[32];
-	size_t n = 0;
-	uint64_t v;
-	int shift = 0;
+	uint64_t v = 0;
+	int shift = 0, range = digits(&s, &v);
 
-	if (!s)
+	if (range == CHJ_ERR_INVAL)
 		return CHJ_ERR_INVAL;
-	while (isdigit((unsigned char)s[n]))
-		n++;
-	if (!n || n >= sizeof(num))
-		return CHJ_ERR_INVAL;
-	memcpy(num, s, n);
-	num[n] = 0;
-	if (chj_parse_u64(num, &v))
-		return CHJ_ERR_INVAL;
-	s += n;
 	if (*s && unit_shift(*s) > 0)
 		shift = unit_shift(*s++);
 	/* After a unit letter: "", "B" or "iB"; with no letter only "" or "B". */
@@ -62,8 +69,8 @@ int chj_parse_size(const char *s, uint64_t *bytes)
 		s += 1;
 	if (*s)
 		return CHJ_ERR_INVAL;
-	if (shift && v > (UINT64_MAX >> shift))
-		return CHJ_ERR_INVAL;
+	if (range || (shift && v > (UINT64_MAX >> shift)))
+		return CHJ_ERR_RANGE;
 	*bytes = v << shift;
 	return CHJ_OK;
 }
