@@ -901,7 +901,7 @@ static int file_ranges(struct bctx *b, struct item *it)
 	return rc;
 }
 
-static int resolve(struct bctx *b)
+static int btrfs_resolve_fs(struct bctx *b)
 {
 	struct resolver *r = b->r;
 	double t;
@@ -986,7 +986,7 @@ int btrfs_resolve(struct resolver *r)
 	b.r = r;
 	rs_init(&b.lchg);
 	rs_init(&b.lchg_data);
-	rc = resolve(&b);
+	rc = btrfs_resolve_fs(&b);
 	rs_free(&b.lchg);
 	rs_free(&b.lchg_data);
 	free(b.sm);

@@ -33,12 +33,32 @@ double now_sec(void);
 int parse_u64(const char *s, uint64_t *v);
 
 /*
+ * A set of 64-bit keys (open addressing): visited-block sets, dedup.
+ * u64set_add returns 1 when key was new, 0 when already there.
+ */
+struct u64set {
+	uint64_t *v;		/* key + 1; 0 = empty slot */
+	size_t n, cap;
+	int has_max;		/* UINT64_MAX itself (key + 1 would be 0) */
+};
+int u64set_add(struct u64set *s, uint64_t key);
+int u64set_has(const struct u64set *s, uint64_t key);
+void u64set_clear(struct u64set *s);
+void u64set_free(struct u64set *s);
+uint64_t hash64(uint64_t x);
+
+/*
  * Errors: each function that can fail returns an RX_* code and leaves a
  * message in the resolver (rx_fail), printed once by main.
  */
 struct resolver;
 int rx_fail(struct resolver *r, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+/*
+ * Changes past fs_bytes (rounded up to the change map's region, whose tail
+ * past a filesystem's end is only granularity) are not attributable.
+ */
+void rx_check_outside(struct resolver *r, uint64_t fs_bytes, const char *fs);
 
 /* ---- sorted sets of ranges (rangeset.c) ---- */
 struct range {
@@ -235,7 +255,24 @@ struct resolver {
 	/* error message for main */
 	char err[1024];
 	int err_code;
+
+	/*
+	 * The rule (docs/resolve.md, "Nothing dropped"): changed bytes the
+	 * method could neither attribute nor list conservatively.  main ends
+	 * the run with exit 3 when this is not zero, whatever else was found.
+	 */
+	uint64_t unattributed;
+	char unattr_why[256];
 };
+
+/*
+ * Record changed bytes that cannot be attributed with certainty (no owner,
+ * an unparsable structure, past the end of the filesystem, a log that
+ * moved): the run ends in exit 3 "full scan needed: <why>".  The first
+ * reason is kept.
+ */
+void rx_unattributed(struct resolver *r, uint64_t bytes, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 
 /* cli.c: the command line. */
 extern const char resolve_usage[], resolve_help[];

@@ -80,6 +80,9 @@ void stats_print(const struct resolver *r, FILE *f)
 		fprintf(f, "name cache: %s\n", s->cache);
 	if (s->note[0])
 		fprintf(f, "note: %s\n", s->note);
+	if (r->unattributed)
+		fprintf(f, "not attributable: %llu bytes (%s): full scan needed\n",
+			(unsigned long long)r->unattributed, r->unattr_why);
 	fputs("time:", f);
 	for (int p = 0; p < PH_NR; p++) {
 		fprintf(f, " %s %.3fs", phase_names[p], s->phase[p]);

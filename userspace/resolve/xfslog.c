@@ -698,7 +698,8 @@ int xlog_scan(struct resolver *r, const struct xfs_geo *g, const struct rangeset
 			b += n;
 		}
 	}
-	qsort(cv, nc, sizeof(*cv), cmp_cand);
+	if (nc)
+		qsort(cv, nc, sizeof(*cv), cmp_cand);
 	for (size_t i = 0; i < nc && !found; i++) {
 		if (!read_record(&l, cv[i].b, &head)) {
 			found = 1;
