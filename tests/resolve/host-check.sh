@@ -16,7 +16,8 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
-RESOLVE=$root/userspace/chj-resolve
+# chj-resolve-test: chj-resolve with the test hooks (CHJ_RESOLVE_CHANGES).
+RESOLVE=$root/userspace/chj-resolve-test
 TRUTH=$here/fstruth.py
 # shellcheck source=tests/resolve/workload.sh
 . "$here/workload.sh"

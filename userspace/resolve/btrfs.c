@@ -78,6 +78,8 @@ struct bctx {
 	char *prefix;			/* mount root, relative to the top */
 	struct dirpath *dp;
 	size_t ndp, dpcap;
+	size_t *dptab;			/* open addressing: (root, dir) -> index + 1 */
+	size_t dptcap;
 };
 
 /* ---- TREE_SEARCH_V2 ---- */
@@ -664,30 +666,138 @@ static int changed_leaves(struct bctx *b)
 
 /* ---- names ---- */
 
+struct uref {
+	uint64_t parent;
+	char *name;
+};
+
+static int uref_item(struct bctx *b, const struct btrfs_ioctl_search_header *h,
+		     const unsigned char *d, void *ctx)
+{
+	struct uref *u = ctx;
+	unsigned nl;
+
+	(void)b;
+	if (h->type != BTRFS_INODE_REF_KEY || u->name || h->len < 10)
+		return 0;
+	nl = le16(d + 8);
+	if (!nl || nl > 255 || 10u + nl > h->len || memchr(d + 10, '/', nl) || memchr(d + 10, 0, nl))
+		return 0;
+	u->parent = h->offset;
+	u->name = xmalloc(nl + 1);
+	memcpy(u->name, d + 10, nl);
+	u->name[nl] = 0;
+	return 0;
+}
+
+/*
+ * BTRFS_IOC_INO_LOOKUP gives up on paths longer than 4080 bytes: then the
+ * path is built from the directories' INODE_REF items (a directory has
+ * one), any length.  "a/b/" like INO_LOOKUP; -1 when a link of the chain
+ * is missing (deleted meanwhile) or the chain does not end (a loop, live).
+ */
+static int refs_lookup(struct bctx *b, uint64_t tree, uint64_t dir, char **out)
+{
+	char *path = xstrdup("");
+	size_t len = 0, steps = 0;
+
+	while (dir != BTRFS_FIRST_FREE_OBJECTID) {
+		struct skey lo = { dir, 0, BTRFS_INODE_REF_KEY };
+		struct skey hi = { dir, UINT64_MAX, BTRFS_INODE_REF_KEY };
+		struct uref u = { 0, NULL };
+		size_t nl;
+		char *np;
+
+		if (++steps > (1u << 24) || search(b, tree, lo, hi, 0, uref_item, &u) || !u.name ||
+		    u.parent == dir) {
+			free(u.name);
+			free(path);
+			return -1;
+		}
+		nl = strlen(u.name);
+		np = xmalloc(nl + 1 + len + 1);
+		memcpy(np, u.name, nl);
+		np[nl] = '/';
+		memcpy(np + nl + 1, path, len + 1);
+		free(path);
+		free(u.name);
+		path = np;
+		len += nl + 1;
+		dir = u.parent;
+	}
+	*out = path;
+	return 0;
+}
+
+static size_t dp_slot(uint64_t root, uint64_t dir, size_t cap)
+{
+	return (size_t)hash64(dir ^ hash64(root)) & (cap - 1);
+}
+
+static void dp_rehash(struct bctx *b)
+{
+	size_t cap = b->dptcap ? b->dptcap * 2 : 256;
+
+	free(b->dptab);
+	b->dptab = xcalloc(cap, sizeof(*b->dptab));
+	b->dptcap = cap;
+	for (size_t i = 0; i < b->ndp; i++) {
+		size_t s = dp_slot(b->dp[i].root, b->dp[i].ino, cap);
+
+		while (b->dptab[s])
+			s = (s + 1) & (cap - 1);
+		b->dptab[s] = i + 1;
+	}
+}
+
+/*
+ * Path of directory dir of subvolume root, relative to the top; NULL when
+ * it has none (the subvolume is not reachable, the directory is gone).
+ * Cached, failures too: a million links in one directory cost one lookup.
+ */
 static const char *dir_path(struct bctx *b, uint64_t root, uint64_t dir)
 {
-	char *in, *top;
+	char *in = NULL, *top;
+	struct dirpath *d;
 
-	for (size_t i = 0; i < b->ndp; i++)
-		if (b->dp[i].root == root && b->dp[i].ino == dir)
-			return b->dp[i].path;
+	if (b->dptcap)
+		for (size_t s = dp_slot(root, dir, b->dptcap); b->dptab[s];
+		     s = (s + 1) & (b->dptcap - 1)) {
+			d = &b->dp[b->dptab[s] - 1];
+			if (d->root == root && d->ino == dir)
+				return d->path;
+		}
 	top = subvol_top(b, root, 0);
-	if (!top)
-		return NULL;
-	if (dir == BTRFS_FIRST_FREE_OBJECTID) {
+	if (top && dir == BTRFS_FIRST_FREE_OBJECTID)
 		in = xstrdup("");
-	} else if (ino_lookup(b, root, dir, &in)) {
-		free(top);
-		return NULL;
-	}
+	else if (top && ino_lookup(b, root, dir, &in) && refs_lookup(b, root, dir, &in))
+		in = NULL;
 	xgrow((void **)&b->dp, &b->dpcap, b->ndp + 1, sizeof(*b->dp));
-	b->dp[b->ndp].root = root;
-	b->dp[b->ndp].ino = dir;
-	b->dp[b->ndp].path = xmalloc(strlen(top) + strlen(in) + 1);
-	sprintf(b->dp[b->ndp].path, "%s%s", top, in);
+	d = &b->dp[b->ndp++];
+	d->root = root;
+	d->ino = dir;
+	d->path = NULL;
+	if (top && in) {
+		d->path = xmalloc(strlen(top) + strlen(in) + 1);
+		sprintf(d->path, "%s%s", top, in);
+	} else if (top) {
+		/* A directory of a reachable subvolume that cannot be named:
+		 * what it holds would be left out (the rule). */
+		rx_unattributed(b->r, 1, "btrfs: directory %llu of subvolume %llu cannot be named",
+				(unsigned long long)dir, (unsigned long long)root);
+	}
 	free(top);
 	free(in);
-	return b->dp[b->ndp++].path;
+	if (b->ndp * 2 > b->dptcap)
+		dp_rehash(b);
+	else {
+		size_t s = dp_slot(root, dir, b->dptcap);
+
+		while (b->dptab[s])
+			s = (s + 1) & (b->dptcap - 1);
+		b->dptab[s] = b->ndp;
+	}
+	return d->path;
 }
 
 /* Add the path top-relative p (a file, or "x/" for a subvolume root). */
@@ -994,6 +1104,7 @@ int btrfs_resolve(struct resolver *r)
 	for (size_t i = 0; i < b.ndp; i++)
 		free(b.dp[i].path);
 	free(b.dp);
+	free(b.dptab);
 	free(b.prefix);
 	return rc;
 }

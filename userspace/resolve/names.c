@@ -188,13 +188,76 @@ static int cache_off(void)
 	return v && (!strcmp(v, "off") || !strcmp(v, "0") || !strcmp(v, "no"));
 }
 
-static void cache_path(const struct resolver *r, char *buf, size_t len)
+static const char *cache_dir(void)
 {
 	const char *dir = getenv("CHJ_RESOLVE_CACHE_DIR");
+
+	return dir && *dir ? dir : "/var/cache/chj-resolve";
+}
+
+/* The file's name inside the cache directory. */
+static void cache_name(const struct resolver *r, char *buf, size_t len)
+{
 	char u[37];
 
 	chj_uuid_str(r->chj_uuid, u);
-	snprintf(buf, len, "%s/%s.names", dir && *dir ? dir : "/var/cache/chj-resolve", u);
+	snprintf(buf, len, "%s.names", u);
+}
+
+/*
+ * The cache directory, opened, if it is safe: a directory owned by root
+ * that no group or other can write (else another user could plant a FIFO
+ * that hangs the run, or a symlink to a device or another cache).  -1
+ * otherwise: missing is quiet (no cache yet), unsafe is a warning, and the
+ * run goes on without the cache.  With create, a missing default directory
+ * is made.
+ */
+static int cache_dir_open(struct resolver *r, int create)
+{
+	const char *dir = cache_dir();
+	struct stat st;
+	int fd;
+
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 && errno == ENOENT && create && !getenv("CHJ_RESOLVE_CACHE_DIR") &&
+	    !mkdir(dir, 0700))
+		fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		if (errno != ENOENT)
+			fprintf(stderr, "chj-resolve: warning: name cache directory %s: %s: running without the cache\n",
+				dir, strerror(errno));
+		return -1;
+	}
+	if (fstat(fd, &st) || st.st_uid != 0 || (st.st_mode & 022)) {
+		fprintf(stderr, "chj-resolve: warning: name cache directory %s is not owned by root or is writable by others: running without the cache\n",
+			dir);
+		snprintf(r->st.cache, sizeof(r->st.cache), "not used: unsafe directory");
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* Open the cache file for reading: a regular file owned by root, mode 0600
+ * at most; never a FIFO, device or symlink.  -1 (with a warning when it
+ * exists but is not such a file). */
+static int cache_file_open(int dfd, const char *name, struct stat *st)
+{
+	int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+
+	if (fd < 0) {
+		if (errno != ENOENT)
+			fprintf(stderr, "chj-resolve: warning: name cache %s/%s: %s: running without the cache\n",
+				cache_dir(), name, strerror(errno));
+		return -1;
+	}
+	if (fstat(fd, st) || !S_ISREG(st->st_mode) || st->st_uid != 0 || (st->st_mode & 077)) {
+		fprintf(stderr, "chj-resolve: warning: name cache %s/%s is not a regular file of root's, mode 0600: running without the cache\n",
+			cache_dir(), name);
+		close(fd);
+		return -1;
+	}
+	return fd;
 }
 
 static void put64(unsigned char *p, uint64_t v)
@@ -243,20 +306,28 @@ static void make_hdr(const struct resolver *r, const struct names *nc, uint64_t 
 
 static struct names *cache_load(struct resolver *r)
 {
-	char path[4200];
+	char name[64];
 	unsigned char h[NC_HDR], want[NC_HDR];
 	unsigned char *body = NULL, *p, *end;
 	struct names *nc = NULL;
 	struct stat st;
 	uint64_t blen;
 	FILE *f;
+	int dfd = cache_dir_open(r, 0), fd;
 
-	cache_path(r, path, sizeof(path));
-	f = fopen(path, "rb");
-	if (!f)
+	if (dfd < 0)
 		return NULL;
-	if (fstat(fileno(f), &st) || st.st_uid != 0 || (st.st_mode & 077) ||
-	    fread(h, 1, NC_HDR, f) != NC_HDR)
+	cache_name(r, name, sizeof(name));
+	fd = cache_file_open(dfd, name, &st);
+	close(dfd);
+	if (fd < 0)
+		return NULL;
+	f = fdopen(fd, "rb");
+	if (!f) {
+		close(fd);
+		return NULL;
+	}
+	if (fread(h, 1, NC_HDR, f) != NC_HDR)
 		goto bad;
 	blen = get64(h + 112);
 	make_hdr(r, &(struct names){ .epoch = get64(h + 96), .root = get64(h + 104) }, blen,
@@ -328,13 +399,16 @@ bad:
  */
 static int cache_touch(struct resolver *r, struct names *nc)
 {
-	char path[4200];
+	char name[64];
 	unsigned char h[NC_HDR];
 	struct stat st;
-	int fd, ok;
+	int fd, ok, dfd = cache_dir_open(r, 0);
 
-	cache_path(r, path, sizeof(path));
-	fd = open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0)
+		return -1;
+	cache_name(r, name, sizeof(name));
+	fd = openat(dfd, name, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	close(dfd);
 	if (fd < 0)
 		return -1;
 	make_hdr(r, nc, nc->blen, nc->bcrc, h);
@@ -357,20 +431,24 @@ static int cache_touch(struct resolver *r, struct names *nc)
 /* Write the cache: only directories reachable from the root. */
 static void cache_save(struct resolver *r, struct names *nc)
 {
-	char path[4200], tmp[4300];
+	char path[64], tmp[96];
 	unsigned char h[NC_HDR];
 	unsigned char *body = NULL;
 	size_t blen = 0, bcap = 0, qn = 0, qcap = 0;
 	uint64_t *q = NULL;
-	const char *dir = getenv("CHJ_RESOLVE_CACHE_DIR");
-	int fd;
+	const char *dir = cache_dir();
+	int fd, dfd;
 	FILE *f;
 
 	if (nc->loaded && !nc->dirty && !cache_touch(r, nc))
 		return;
-	cache_path(r, path, sizeof(path));
-	if (!dir || !*dir)
-		mkdir("/var/cache/chj-resolve", 0700);
+	dfd = cache_dir_open(r, 1);
+	if (dfd < 0) {
+		if (!r->st.cache[0])
+			snprintf(r->st.cache, sizeof(r->st.cache), "not saved (%.60s unusable)", dir);
+		return;
+	}
+	cache_name(r, path, sizeof(path));
 	snprintf(tmp, sizeof(tmp), "%s.tmp%d", path, (int)getpid());
 	/* Breadth first from the root; mark each directory once. */
 	for (size_t i = 0; i < nc->n; i++)
@@ -405,25 +483,27 @@ static void cache_save(struct resolver *r, struct names *nc)
 	}
 	free(q);
 	make_hdr(r, nc, blen, chj_crc32c(body, blen), h);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	f = fd >= 0 ? fdopen(fd, "wb") : NULL;
 	if (!f) {
 		if (fd >= 0)
 			close(fd);
-		snprintf(r->st.cache, sizeof(r->st.cache), "not saved (%.60s: %s)",
-			 dir && *dir ? dir : "/var/cache/chj-resolve", strerror(errno));
+		snprintf(r->st.cache, sizeof(r->st.cache), "not saved (%.60s: %s)", dir,
+			 strerror(errno));
 		free(body);
+		close(dfd);
 		return;
 	}
 	/* No fsync: a torn cache fails its CRC and means a walk. */
 	if (fwrite(h, 1, NC_HDR, f) != NC_HDR || fwrite(body, 1, blen, f) != blen ||
-	    fclose(f) || rename(tmp, path)) {
+	    fclose(f) || renameat(dfd, tmp, dfd, path)) {
 		snprintf(r->st.cache, sizeof(r->st.cache), "not saved (%s)", strerror(errno));
-		unlink(tmp);
+		unlinkat(dfd, tmp, 0);
 	} else if (!r->st.cache[0]) {
 		snprintf(r->st.cache, sizeof(r->st.cache), "written (epoch %llu)",
 			 (unsigned long long)nc->epoch);
 	}
+	close(dfd);
 	free(body);
 }
 
@@ -532,32 +612,35 @@ static void dpar_free(struct dpar *p)
  * no chain of entries leads there from the root. */
 static char *dir_rel(const struct names *nc, const struct dpar *p, uint64_t ino)
 {
-	const char *parts[4096];
-	size_t lens[4096], n = 0, total = 0;
+	const struct nent **parts = NULL;
+	size_t n = 0, cap = 0, total = 0;
 	char *out, *o;
 
+	/* Any depth; a chain longer than the directories known is a loop. */
 	while (ino != nc->root) {
 		uint64_t dir;
 		uint32_t idx;
 		const struct ndir *d;
 
-		if (n == 4096 || !dpar_get(p, ino, &dir, &idx) || !(d = nc_find(nc, dir)) ||
-		    idx >= d->n || d->e[idx].ino != ino)
+		if (n > nc->n || !dpar_get(p, ino, &dir, &idx) || !(d = nc_find(nc, dir)) ||
+		    idx >= d->n || d->e[idx].ino != ino) {
+			free(parts);
 			return NULL;
-		parts[n] = nc->arena + d->e[idx].name;
-		lens[n] = d->e[idx].len;
-		total += lens[n] + 1;
-		n++;
+		}
+		xgrow((void **)&parts, &cap, n + 1, sizeof(*parts));
+		parts[n++] = &d->e[idx];
+		total += d->e[idx].len + 1;
 		ino = dir;
 	}
 	out = o = xmalloc(total + 1);
 	while (n--) {
-		memcpy(o, parts[n], lens[n]);
-		o += lens[n];
+		memcpy(o, nc->arena + parts[n]->name, parts[n]->len);
+		o += parts[n]->len;
 		if (n)
 			*o++ = '/';
 	}
 	*o = 0;
+	free(parts);
 	return out;
 }
 
@@ -673,8 +756,7 @@ static int refresh(struct resolver *r, struct names *nc, uint64_t *reread_n)
 				continue;
 			}
 			rel = dir_rel(nc, &p, ino);
-			fd = rel ? openat(r->mnt_fd, *rel ? rel : ".",
-					  O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
+			fd = rel ? rel_open(r->mnt_fd, rel, O_RDONLY | O_DIRECTORY) : -1;
 			free(rel);
 			if (fd < 0 || fstat(fd, &st) || st.st_ino != ino || st.st_dev != mdev) {
 				if (fd >= 0)
@@ -764,12 +846,19 @@ static void cache_paths(struct resolver *r, struct names *nc, uint64_t *dropped)
 				rel[bl++] = '/';
 			memcpy(rel + bl, nc->arena + d->e[k].name, d->e[k].len);
 			rel[bl + d->e[k].len] = 0;
-			if (!fstatat(r->mnt_fd, rel, &st, AT_SYMLINK_NOFOLLOW) && st.st_ino == it->ino) {
-				item_add_path(it, rel);
-				if (it->type == FT_UNKNOWN)
-					it->type = ftype_from_mode(st.st_mode);
+			if (!rel_lstat(r->mnt_fd, rel, &st)) {
+				if (st.st_ino == it->ino) {
+					item_add_path(it, rel);
+					if (it->type == FT_UNKNOWN)
+						it->type = ftype_from_mode(st.st_mode);
+				} else {
+					(*dropped)++;
+				}
+			} else if (errno == ENOENT || errno == ENOTDIR || errno == ELOOP) {
+				(*dropped)++;	/* gone, or a symlink now */
 			} else {
-				(*dropped)++;
+				/* Cannot be checked: listed, conservatively. */
+				item_add_path(it, rel);
 			}
 			free(rel);
 		}
@@ -833,11 +922,8 @@ int resolve_names(struct resolver *r,
 		for (size_t i = 0; i < r->res.cap; i++) {
 			struct item *it = r->res.tab[i];
 
-			if (!it)
-				continue;
-			for (uint32_t k = 0; k < it->npaths; k++)
-				free(it->paths[k]);
-			it->npaths = 0;
+			if (it)
+				item_clear_paths(it);
 		}
 	}
 	if (!use)

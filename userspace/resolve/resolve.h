@@ -22,6 +22,17 @@
 #define RX_USAGE	2
 #define RX_FULL_SCAN	3	/* the change map cannot be used: full scan */
 
+/*
+ * Test hooks (docs/testing.md): environment variables read only by
+ * chj-resolve-test, a separate build; NULL in the installed chj-resolve.
+ */
+#ifdef CHJ_RESOLVE_TEST_HOOKS
+#include <stdlib.h>
+#define test_hook(name) ((const char *)getenv(name))
+#else
+#define test_hook(name) ((const char *)NULL)
+#endif
+
 /* ---- helpers (util.c) ---- */
 void *xmalloc(size_t n);
 void *xcalloc(size_t n, size_t size);
@@ -144,6 +155,9 @@ struct item {
 	struct rangeset ranges;	/* changed byte ranges inside the file */
 	char **paths;		/* relative to the mount point, no leading / */
 	uint32_t npaths, pcap;
+	uint32_t *ptab;		/* many paths (hard links): open addressing,
+				   path hash -> index + 1, for dedup */
+	uint32_t ptcap;
 };
 
 struct results {
@@ -157,6 +171,7 @@ struct item *res_find(const struct results *rs, uint64_t root, uint64_t ino);
 /* Find or create; a new item has type FT_UNKNOWN and size UINT64_MAX. */
 struct item *res_get(struct results *rs, uint64_t root, uint64_t ino);
 void item_add_path(struct item *it, const char *rel);
+void item_clear_paths(struct item *it);
 /* Take an item out of the answer (no paths, no reasons). */
 void item_drop(struct item *it);
 /* Iterate: for (i = 0; i < rs->cap; i++) if (rs->tab[i]) ... */
@@ -288,6 +303,15 @@ int target_check_mode(struct resolver *r);
 
 /* rawio.c: O_DIRECT reads of the device at any byte offset and length. */
 int raw_read(struct resolver *r, void *buf, size_t len, uint64_t off);
+
+/*
+ * pathat.c: a path relative to the mount (any length or depth), opened
+ * beneath mnt_fd following no symlink in any component; lstat likewise.
+ * -1 with errno as open(2).
+ */
+struct stat;
+int rel_open(int mnt_fd, const char *rel, int flags);
+int rel_lstat(int mnt_fd, const char *rel, struct stat *st);
 
 /* walk.c: the namespace under the mount. */
 struct walk_entry {

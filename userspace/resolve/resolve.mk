@@ -28,6 +28,23 @@ $(B)/libchjresolve.a: $(RESOLVE_CORE)
 chj-resolve: $(B)/resolve/main.o $(B)/libchjresolve.a $(LIBCHJ)
 	$(CC) $(CFLAGS) $(SAN) -o $@ $^ $(PKG_LIBS) $(RESOLVE_LIBS) -lm
 
+# chj-resolve-test: the same program with the test hooks (CHJ_RESOLVE_CHANGES,
+# CHJ_RESOLVE_PROGRESS_AFTER, CHJ_RESOLVE_DEBUG; docs/testing.md) compiled in.
+# The installed chj-resolve has none: nothing in its environment bypasses the
+# device-mapper and fail-mode checks.  Its objects for the files with hooks
+# come first, so the archive's plain copies are not linked.
+RESOLVE_HOOK_SRCS := resolve/target.c resolve/stats.c resolve/xfslog.c
+RESOLVE_HOOK_OBJS := $(RESOLVE_HOOK_SRCS:resolve/%.c=$(B)/resolve-test/%.o)
+
+$(B)/resolve-test/%.o: resolve/%.c $(RESOLVE_HDRS) $(HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(RESOLVE_CFLAGS) -DCHJ_RESOLVE_TEST_HOOKS -c -o $@ $<
+
+chj-resolve-test: $(B)/resolve/main.o $(RESOLVE_HOOK_OBJS) $(B)/libchjresolve.a $(LIBCHJ)
+	$(CC) $(CFLAGS) $(SAN) -o $@ $^ $(PKG_LIBS) $(RESOLVE_LIBS) -lm
+
+all: chj-resolve-test
+
 $(RESOLVE_UNIT): $(RESOLVE_TEST_OBJS) $(B)/libchjresolve.a $(LIBCHJ)
 	$(CC) $(CFLAGS) $(SAN) -o $@ $^ $(CHECK_LIBS) $(PKG_LIBS) $(RESOLVE_LIBS) -lm
 

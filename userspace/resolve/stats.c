@@ -102,7 +102,7 @@ void progress(struct resolver *r, const char *fmt, ...)
 	/* Only for long work (CHJ_RESOLVE_PROGRESS_AFTER seconds, default 1,
 	 * for tests), and not more than 5 times a second. */
 	if (r->progress_after < 0) {
-		const char *v = getenv("CHJ_RESOLVE_PROGRESS_AFTER");
+		const char *v = test_hook("CHJ_RESOLVE_PROGRESS_AFTER");
 		char *end = NULL;
 
 		r->progress_after = v && *v ? strtod(v, &end) : 1.0;

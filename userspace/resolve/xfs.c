@@ -469,7 +469,7 @@ static int entry_names(struct xctx *x)
 		if (!it || !it->reasons || !it->npaths || it->root)
 			continue;
 		if (it->type == FT_UNKNOWN &&
-		    !fstatat(r->mnt_fd, *it->paths[0] ? it->paths[0] : ".", &st, AT_SYMLINK_NOFOLLOW))
+		    !rel_lstat(r->mnt_fd, it->paths[0], &st))
 			it->type = ftype_from_mode(st.st_mode);
 		if (it->type != FT_DIR)
 			continue;
@@ -479,8 +479,7 @@ static int entry_names(struct xctx *x)
 		dirs[nd++] = xstrdup(it->paths[0]);
 	}
 	for (size_t i = 0; i < nd; i++) {
-		int fd = openat(r->mnt_fd, *dirs[i] ? dirs[i] : ".",
-				O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		int fd = rel_open(r->mnt_fd, dirs[i], O_RDONLY | O_DIRECTORY);
 		size_t dl = strlen(dirs[i]);
 		struct dirent *de;
 		struct stat st;

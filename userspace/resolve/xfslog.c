@@ -284,7 +284,7 @@ static void scan_region(struct xtrans *t)
 {
 	const unsigned char *b = t->sbuf;
 
-	if (t->scanning && getenv("CHJ_RESOLVE_DEBUG"))
+	if (t->scanning && test_hook("CHJ_RESOLVE_DEBUG"))
 		fprintf(stderr, "xfslog: tid %08x: item type %#x blft %u fields %#x region %u: %zu bytes scanned (magic %08x owner %llu)\n",
 			t->tid, t->cur_type, t->cur_blft, t->cur_fields, t->item_cnt, t->slen,
 			t->slen >= 48 ? be32(b) : 0, t->slen >= 48 ? (unsigned long long)be64(b + 40) : 0ull);
@@ -397,7 +397,7 @@ static void region_append(struct xtrans *t, const unsigned char *d, size_t len)
 
 static void emit(struct xlog *l, struct xtrans *t)
 {
-	if (getenv("CHJ_RESOLVE_DEBUG"))
+	if (test_hook("CHJ_RESOLVE_DEBUG"))
 		fprintf(stderr, "xfslog: tid %08x touched %d: %zu inodes (first %llu), %zu buffer ranges, %zu entry inode numbers\n",
 			t->tid, t->touched, t->ninos,
 			t->ninos ? (unsigned long long)t->inos[0].ino : 0ull, t->bufs.n, t->nvals);
@@ -789,7 +789,7 @@ int xlog_scan(struct resolver *r, const struct xfs_geo *g, const struct rangeset
 		emit(&l, t);
 	}
 	out->complete = have_p0 && !l.incomplete;
-	if (getenv("CHJ_RESOLVE_DEBUG"))
+	if (test_hook("CHJ_RESOLVE_DEBUG"))
 		fprintf(stderr, "xfslog: log %llu BBs, arc start %lld, p0 %llu (lsn %llx), parse start %llu, tail %llx, head %llu (lsn %llx), %llu records, complete %d\n",
 			(unsigned long long)l.bbs, (long long)arc, (unsigned long long)p0b,
 			(unsigned long long)p0_lsn, (unsigned long long)startb,
