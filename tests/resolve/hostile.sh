@@ -7,7 +7,7 @@
 #            names) and one 5000 levels deep: listed, whole (it exited 1
 #            on ext4 and XFS, and left the file out on btrfs), by the walk
 #            and by the name cache;
-#   links    100000 hard links (ext4: 64000) to one changed file: every path, in bounded
+#   links    100000 hard links (ext4, btrfs: 64000) to one changed file: every path, in bounded
 #            time (the duplicate check was quadratic);
 #   cache    a FIFO, a symlink and a world-writable directory planted as
 #            the name cache: a warning, no hang, the same answer;
@@ -116,9 +116,9 @@ EOF
 deep=deep$(printf '/d%.0s' $(seq 5000))/g
 mkdir "$mnt/links"
 echo z >"$mnt/links/target"
-# ext4 allows 65000 links to an inode.
+# ext4 allows 65000 links to an inode, btrfs 65535.
 nlinks=100000
-[ "$fs" = ext4 ] && nlinks=64000
+[ "$fs" = ext4 ] || [ "$fs" = btrfs ] && nlinks=64000
 python3 -c '
 import os, sys
 d = sys.argv[1]
@@ -169,7 +169,9 @@ python3 "$here/fstruth.py" diffimg "$work/a.img" "$work/b.img" $unit >"$work/cha
 rm -f "$work/a.img" "$work/b.img"
 resolve
 [ $rc = 0 ] || fail "cache: exit $rc: $(tail -n 3 "$work/err")"
-grep -q 'name cache: used' "$work/err" || fail "the cache was not used: $(grep 'name cache' "$work/err")"
+# (XFS without rmapbt always walks: FIEMAP of every file.)
+[ "$fs" = xfs-normap ] || grep -q 'name cache: used' "$work/err" ||
+	fail "the cache was not used: $(grep 'name cache' "$work/err")"
 listed "$long" "$deep" links/target "links/l$((nlinks - 1))"
 echo "cache: $(grep 'name cache' "$work/err")"
 mv "$work/out" "$work/out-cache"
@@ -177,29 +179,32 @@ resolve CHJ_RESOLVE_CACHE=off
 [ $rc = 0 ] || fail "walk: exit $rc"
 cmp "$work/out" "$work/out-cache" || fail "the name cache and the walk disagree"
 
-echo "--- $fs: cache planted"
-cf=$(ls "$CHJ_RESOLVE_CACHE_DIR"/*.names)
-rm "$cf"
-mkfifo -m 600 "$cf"
-resolve
-[ $rc = 0 ] || fail "FIFO as cache: exit $rc"
-grep -q 'warning: name cache' "$work/err" || fail "no warning for a FIFO"
-listed "$long" links/target
-rm "$cf"
-echo secret >"$work/secret"
-chmod 600 "$work/secret"
-ln -s "$work/secret" "$cf"
-resolve
-[ $rc = 0 ] || fail "symlink as cache: exit $rc"
-grep -q 'warning: name cache' "$work/err" || fail "no warning for a symlink"
-[ "$(cat "$work/secret")" = secret ] || fail "written through the symlink"
-rm "$cf"
-chmod 1777 "$CHJ_RESOLVE_CACHE_DIR"
-resolve
-[ $rc = 0 ] || fail "world-writable cache directory: exit $rc"
-grep -q 'warning: name cache directory' "$work/err" || fail "no warning for a world-writable directory"
-[ -z "$(ls "$CHJ_RESOLVE_CACHE_DIR")" ] || fail "a cache was written to a world-writable directory"
-chmod 700 "$CHJ_RESOLVE_CACHE_DIR"
+# (XFS without rmapbt never reads the cache.)
+if [ "$fs" != xfs-normap ]; then
+	echo "--- $fs: cache planted"
+	cf=$(ls "$CHJ_RESOLVE_CACHE_DIR"/*.names)
+	rm "$cf"
+	mkfifo -m 600 "$cf"
+	resolve
+	[ $rc = 0 ] || fail "FIFO as cache: exit $rc"
+	grep -q 'warning: name cache' "$work/err" || fail "no warning for a FIFO"
+	listed "$long" links/target
+	rm "$cf"
+	echo secret >"$work/secret"
+	chmod 600 "$work/secret"
+	ln -s "$work/secret" "$cf"
+	resolve
+	[ $rc = 0 ] || fail "symlink as cache: exit $rc"
+	grep -q 'warning: name cache' "$work/err" || fail "no warning for a symlink"
+	[ "$(cat "$work/secret")" = secret ] || fail "written through the symlink"
+	rm "$cf"
+	chmod 1777 "$CHJ_RESOLVE_CACHE_DIR"
+	resolve
+	[ $rc = 0 ] || fail "world-writable cache directory: exit $rc"
+	grep -q 'warning: name cache directory' "$work/err" || fail "no warning for a world-writable directory"
+	[ -z "$(ls "$CHJ_RESOLVE_CACHE_DIR")" ] || fail "a cache was written to a world-writable directory"
+	chmod 700 "$CHJ_RESOLVE_CACHE_DIR"
+fi
 
 case $fs in
 ext4)

@@ -690,45 +690,6 @@ static int uref_item(struct bctx *b, const struct btrfs_ioctl_search_header *h,
 	return 0;
 }
 
-/*
- * BTRFS_IOC_INO_LOOKUP gives up on paths longer than 4080 bytes: then the
- * path is built from the directories' INODE_REF items (a directory has
- * one), any length.  "a/b/" like INO_LOOKUP; -1 when a link of the chain
- * is missing (deleted meanwhile) or the chain does not end (a loop, live).
- */
-static int refs_lookup(struct bctx *b, uint64_t tree, uint64_t dir, char **out)
-{
-	char *path = xstrdup("");
-	size_t len = 0, steps = 0;
-
-	while (dir != BTRFS_FIRST_FREE_OBJECTID) {
-		struct skey lo = { dir, 0, BTRFS_INODE_REF_KEY };
-		struct skey hi = { dir, UINT64_MAX, BTRFS_INODE_REF_KEY };
-		struct uref u = { 0, NULL };
-		size_t nl;
-		char *np;
-
-		if (++steps > (1u << 24) || search(b, tree, lo, hi, 0, uref_item, &u) || !u.name ||
-		    u.parent == dir) {
-			free(u.name);
-			free(path);
-			return -1;
-		}
-		nl = strlen(u.name);
-		np = xmalloc(nl + 1 + len + 1);
-		memcpy(np, u.name, nl);
-		np[nl] = '/';
-		memcpy(np + nl + 1, path, len + 1);
-		free(path);
-		free(u.name);
-		path = np;
-		len += nl + 1;
-		dir = u.parent;
-	}
-	*out = path;
-	return 0;
-}
-
 static size_t dp_slot(uint64_t root, uint64_t dir, size_t cap)
 {
 	return (size_t)hash64(dir ^ hash64(root)) & (cap - 1);
@@ -750,6 +711,36 @@ static void dp_rehash(struct bctx *b)
 	}
 }
 
+static const char *dir_path_depth(struct bctx *b, uint64_t root, uint64_t dir, unsigned depth);
+
+/*
+ * BTRFS_IOC_INO_LOOKUP gives up on paths longer than 4080 bytes: then the
+ * path is the parent's (cached, so a deep chain costs one search per
+ * level) and the name in the directory's INODE_REF item (a directory has
+ * one).  "a/b/" like INO_LOOKUP, top-relative; NULL when a link of the
+ * chain is missing (deleted meanwhile) or it is deeper than 65536 levels
+ * past INO_LOOKUP's reach.
+ */
+static char *refs_path(struct bctx *b, uint64_t root, uint64_t dir, unsigned depth)
+{
+	struct skey lo = { dir, 0, BTRFS_INODE_REF_KEY };
+	struct skey hi = { dir, UINT64_MAX, BTRFS_INODE_REF_KEY };
+	struct uref u = { 0, NULL };
+	const char *pp;
+	char *out = NULL;
+
+	if (depth > 65536 || search(b, root, lo, hi, 0, uref_item, &u) || !u.name || u.parent == dir)
+		goto out;
+	pp = dir_path_depth(b, root, u.parent, depth + 1);
+	if (pp) {
+		out = xmalloc(strlen(pp) + strlen(u.name) + 2);
+		sprintf(out, "%s%s/", pp, u.name);
+	}
+out:
+	free(u.name);
+	return out;
+}
+
 /*
  * Path of directory dir of subvolume root, relative to the top; NULL when
  * it has none (the subvolume is not reachable, the directory is gone).
@@ -757,6 +748,12 @@ static void dp_rehash(struct bctx *b)
  */
 static const char *dir_path(struct bctx *b, uint64_t root, uint64_t dir)
 {
+	return dir_path_depth(b, root, dir, 0);
+}
+
+static const char *dir_path_depth(struct bctx *b, uint64_t root, uint64_t dir, unsigned depth)
+{
+	char *full = NULL;
 	char *in = NULL, *top;
 	struct dirpath *d;
 
@@ -770,17 +767,18 @@ static const char *dir_path(struct bctx *b, uint64_t root, uint64_t dir)
 	top = subvol_top(b, root, 0);
 	if (top && dir == BTRFS_FIRST_FREE_OBJECTID)
 		in = xstrdup("");
-	else if (top && ino_lookup(b, root, dir, &in) && refs_lookup(b, root, dir, &in))
-		in = NULL;
+	else if (top && ino_lookup(b, root, dir, &in))
+		full = refs_path(b, root, dir, depth);
+	if (top && in) {
+		full = xmalloc(strlen(top) + strlen(in) + 1);
+		sprintf(full, "%s%s", top, in);
+	}
 	xgrow((void **)&b->dp, &b->dpcap, b->ndp + 1, sizeof(*b->dp));
 	d = &b->dp[b->ndp++];
 	d->root = root;
 	d->ino = dir;
-	d->path = NULL;
-	if (top && in) {
-		d->path = xmalloc(strlen(top) + strlen(in) + 1);
-		sprintf(d->path, "%s%s", top, in);
-	} else if (top) {
+	d->path = full;
+	if (!full && top) {
 		/* A directory of a reachable subvolume that cannot be named:
 		 * what it holds would be left out (the rule). */
 		rx_unattributed(b->r, 1, "btrfs: directory %llu of subvolume %llu cannot be named",

@@ -304,48 +304,22 @@ static void make_hdr(const struct resolver *r, const struct names *nc, uint64_t 
 	put32(h + 124, chj_crc32c(h, 124));
 }
 
-static struct names *cache_load(struct resolver *r)
+/*
+ * The body of a cache file: per directory its inode, entry count, and
+ * entries (inode, type, name length, name).  body (blen bytes, malloc'd
+ * with one spare byte) becomes the name arena: each name stays where it
+ * was read.  NULL (body freed) when it does not parse.  Cost: linear in
+ * blen (each directory found once by hash).
+ */
+static struct names *nc_parse(unsigned char *body, uint64_t blen)
 {
-	char name[64];
-	unsigned char h[NC_HDR], want[NC_HDR];
-	unsigned char *body = NULL, *p, *end;
-	struct names *nc = NULL;
-	struct stat st;
-	uint64_t blen;
-	FILE *f;
-	int dfd = cache_dir_open(r, 0), fd;
+	struct names *nc = xcalloc(1, sizeof(*nc));
+	unsigned char *p, *end;
 
-	if (dfd < 0)
-		return NULL;
-	cache_name(r, name, sizeof(name));
-	fd = cache_file_open(dfd, name, &st);
-	close(dfd);
-	if (fd < 0)
-		return NULL;
-	f = fdopen(fd, "rb");
-	if (!f) {
-		close(fd);
-		return NULL;
-	}
-	if (fread(h, 1, NC_HDR, f) != NC_HDR)
-		goto bad;
-	blen = get64(h + 112);
-	make_hdr(r, &(struct names){ .epoch = get64(h + 96), .root = get64(h + 104) }, blen,
-		 get32(h + 120), want);
-	/* Names are offsets into the body: at most 4 GiB of it. */
-	if (memcmp(h, want, NC_HDR) || blen != (uint64_t)st.st_size - NC_HDR || blen > UINT32_MAX)
-		goto bad;
-	body = xmalloc(blen + 1);
-	if (fread(body, 1, blen, f) != blen || chj_crc32c(body, blen) != get32(h + 120))
-		goto bad;
-	nc = xcalloc(1, sizeof(*nc));
-	nc->epoch = get64(h + 96);
-	nc->root = get64(h + 104);
-	/* The body becomes the name arena: each name stays where it was read. */
 	nc->arena = (char *)body;
 	nc->alen = blen;
 	nc->acap = blen + 1;
-	for (p = body, body = NULL, end = p + blen; p < end;) {
+	for (p = body, end = p + blen; p < end;) {
 		uint64_t dino, n;
 		struct ndir *d;
 
@@ -376,6 +350,68 @@ static struct names *cache_load(struct resolver *r)
 			p += 11 + len;
 		}
 	}
+	return nc;
+bad:
+	nc_free(nc);
+	return NULL;
+}
+
+/* For the fuzz harness: parse a body; the directories found, or -1. */
+long names_parse_body(const unsigned char *buf, size_t len)
+{
+	unsigned char *body = xmalloc(len + 1);
+	struct names *nc;
+	long n;
+
+	memcpy(body, buf, len);
+	nc = nc_parse(body, len);
+	if (!nc)
+		return -1;
+	n = (long)nc->n;
+	nc_free(nc);
+	return n;
+}
+
+static struct names *cache_load(struct resolver *r)
+{
+	char name[64];
+	unsigned char h[NC_HDR], want[NC_HDR];
+	unsigned char *body = NULL;
+	struct names *nc = NULL;
+	struct stat st;
+	uint64_t blen;
+	FILE *f;
+	int dfd = cache_dir_open(r, 0), fd;
+
+	if (dfd < 0)
+		return NULL;
+	cache_name(r, name, sizeof(name));
+	fd = cache_file_open(dfd, name, &st);
+	close(dfd);
+	if (fd < 0)
+		return NULL;
+	f = fdopen(fd, "rb");
+	if (!f) {
+		close(fd);
+		return NULL;
+	}
+	if (fread(h, 1, NC_HDR, f) != NC_HDR)
+		goto bad;
+	blen = get64(h + 112);
+	make_hdr(r, &(struct names){ .epoch = get64(h + 96), .root = get64(h + 104) }, blen,
+		 get32(h + 120), want);
+	/* Names are offsets into the body: at most 4 GiB of it. */
+	if (memcmp(h, want, NC_HDR) || blen != (uint64_t)st.st_size - NC_HDR || blen > UINT32_MAX)
+		goto bad;
+	body = xmalloc(blen + 1);
+	if (fread(body, 1, blen, f) != blen || chj_crc32c(body, blen) != get32(h + 120))
+		goto bad;
+	nc = nc_parse(body, blen);
+	body = NULL;	/* the arena now, or freed */
+	if (!nc)
+		goto bad;
+	nc->epoch = get64(h + 96);
+	nc->root = get64(h + 104);
 	nc->loaded = 1;
 	nc->fdev = st.st_dev;
 	nc->fino = st.st_ino;

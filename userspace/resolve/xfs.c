@@ -101,7 +101,9 @@ const char *xfs_parse_sb(const unsigned char *sb, struct xfs_geo *g)
 
 		/* Sizes in bytes must not wrap: a crafted 2^48 blocks of
 		 * 64 KiB would read as a tiny filesystem. */
-		if (g->dblocks > UINT64_MAX / g->bs)
+		if (g->dblocks > UINT64_MAX / g->bs ||
+		    g->agblocks * g->agcount > UINT64_MAX / g->bs ||
+		    (g->agcount - 1) * g->agblocks >= g->dblocks)
 			return "size out of range";
 		if (agno >= g->agcount || agbno >= g->agblocks || !lb ||
 		    lb > g->agblocks - agbno || agno * g->agblocks + agbno + lb > g->dblocks)
@@ -563,7 +565,8 @@ static int mounted_geometry(struct xctx *x)
 		return rx_fail(r, RX_ERROR, "%s: XFS_IOC_FSGEOMETRY: %s", r->mnt, strerror(errno));
 	if (m.blocksize != g->bs || m.agblocks != g->agblocks || m.datablocks < g->dblocks ||
 	    m.agcount < g->agcount || m.datablocks > (uint64_t)m.agblocks * m.agcount ||
-	    m.datablocks > UINT64_MAX / g->bs)
+	    (uint64_t)(m.agcount - 1) * m.agblocks >= m.datablocks ||
+	    (uint64_t)m.agblocks * m.agcount > UINT64_MAX / g->bs)
 		return rx_fail(r, RX_FULL_SCAN, "%s: the mounted XFS geometry does not match its superblock",
 			       r->dev_path);
 	g->dblocks = m.datablocks;
