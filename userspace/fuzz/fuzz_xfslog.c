@@ -85,6 +85,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	inos = ranges = 0;
 	xlog_scan(&r, &g, &ch, &out);
 	free(out.entry_inos);
+	u64set_free(&out.entry_seen);
 	rs_free(&ch);
 	close(fd);
 	return 0;

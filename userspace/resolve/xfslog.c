@@ -126,6 +126,7 @@ struct xtrans {
 	size_t slen, scap;
 	uint64_t *vals;
 	size_t nvals, vcap;
+	struct u64set vseen;	/* vals, deduplicated */
 	struct xtrans *next;
 };
 
@@ -162,6 +163,7 @@ static void free_trans(struct xlog *l, struct xtrans *t)
 	free(t->inos);
 	free(t->sbuf);
 	free(t->vals);
+	u64set_free(&t->vseen);
 	rs_free(&t->bufs);
 	free(t);
 }
@@ -266,7 +268,8 @@ enum { SCAN_NONE, SCAN_DIRDATA, SCAN_SHORTFORM };
 
 static void push_val(struct xtrans *t, uint64_t v)
 {
-	if (!v)
+	/* Short-form scanning tries two values per byte: keep each once. */
+	if (!v || !u64set_add(&t->vseen, v))
 		return;
 	xgrow((void **)&t->vals, &t->vcap, t->nvals + 1, sizeof(*t->vals));
 	t->vals[t->nvals++] = v;
@@ -412,10 +415,15 @@ static void emit(struct xlog *l, struct xtrans *t)
 	if (t->nvals) {
 		struct xlog_out *o = l->out;
 
-		xgrow((void **)&o->entry_inos, &o->entry_cap, o->nentry_inos + t->nvals,
-		      sizeof(*o->entry_inos));
-		memcpy(o->entry_inos + o->nentry_inos, t->vals, t->nvals * sizeof(*t->vals));
-		o->nentry_inos += t->nvals;
+		/* Each number once over the whole log (memory bounded by the
+		 * distinct numbers, not by the bytes scanned). */
+		for (size_t i = 0; i < t->nvals; i++) {
+			if (!u64set_add(&o->entry_seen, t->vals[i]))
+				continue;
+			xgrow((void **)&o->entry_inos, &o->entry_cap, o->nentry_inos + 1,
+			      sizeof(*o->entry_inos));
+			o->entry_inos[o->nentry_inos++] = t->vals[i];
+		}
 	}
 }
 
