@@ -931,6 +931,68 @@ static int ext4_resolve_fs(struct e4 *c)
 	return RX_OK;
 }
 
+/* ---- for the fuzz harness: every inode's map, through the walk above ---- */
+
+struct fz_count {
+	uint64_t exts, nodes;
+};
+
+static void fz_ext(struct e4 *c, void *ctx, uint64_t lblk, uint64_t pblk, uint64_t len,
+		   int unwritten)
+{
+	struct fz_count *k = ctx;
+
+	(void)c;
+	(void)lblk;
+	(void)pblk;
+	(void)len;
+	(void)unwritten;
+	k->exts++;
+}
+
+static void fz_node(struct e4 *c, void *ctx, uint64_t pblk)
+{
+	struct fz_count *k = ctx;
+
+	(void)c;
+	(void)pblk;
+	k->nodes++;
+}
+
+int ext4_fuzz_maps(ext2_filsys fs, unsigned max_inodes)
+{
+	struct e4 c;
+	int rc = 0;
+
+	memset(&c, 0, sizeof(c));
+	c.fs = fs;
+	c.bs = fs->blocksize;
+	c.nblocks = ext2fs_blocks_count(fs->super);
+	if (c.bs < 1024 || c.bs > 65536)
+		return 0;
+	for (int i = 0; i <= E4_MAX_DEPTH; i++)
+		c.lvl[i] = xmalloc(c.bs);
+	for (ext2_ino_t ino = 1; ino <= fs->super->s_inodes_count && ino <= max_inodes; ino++) {
+		struct ext2_inode_large big;
+		struct ext2_inode *inode = (struct ext2_inode *)&big;
+		struct fz_count k = { 0, 0 };
+		struct visit v = { fz_ext, fz_node, &k, 0, 0 };
+
+		if (ext2fs_read_inode_full(fs, ino, inode, sizeof(big)))
+			continue;
+		inode_blocks(&c, ino, inode, &v);
+		/* Each mapping block once: at most one per filesystem block,
+		 * and a block's worth of entries (12-byte extents, 4-byte
+		 * block numbers) per block read. */
+		if (k.nodes > c.nblocks || k.exts > (k.nodes + 1) * (c.bs / 4) + 15)
+			rc = -1;
+	}
+	for (int i = 0; i <= E4_MAX_DEPTH; i++)
+		free(c.lvl[i]);
+	u64set_free(&c.nodes);
+	return rc;
+}
+
 int ext4_resolve(struct resolver *r)
 {
 	struct e4 c;

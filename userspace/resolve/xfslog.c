@@ -789,6 +789,16 @@ int xlog_scan(struct resolver *r, const struct xfs_geo *g, const struct rangeset
 		rc = rx_fail(r, RX_FULL_SCAN, "XFS log: the head was not reached from the tail");
 		goto out;
 	}
+	/*
+	 * A live log: every record read was CRC-checked and in sequence, so
+	 * one overwritten while read already ended the run in exit 3.  The
+	 * head read again must be the same record: if the log went a whole
+	 * lap meanwhile, what was read may be a mix of laps.
+	 */
+	if (read_record(&l, headb, &rh) || rh.lsn != head.lsn) {
+		rc = rx_fail(r, RX_FULL_SCAN, "XFS log: the head moved a whole lap during the scan");
+		goto out;
+	}
 	/* Transactions not committed yet count as well, when touched. */
 	for (struct xtrans *t = l.trans; t; t = t->next) {
 		rc = finish_region(&l, t);
