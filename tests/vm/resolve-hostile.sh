@@ -1,9 +1,10 @@
 #!/bin/bash
 # chj-resolve over the real target on filesystems a user shaped: on ext4,
 # XFS and btrfs a changed file under a 4.5 KiB path and one 5000 levels
-# deep, and many hard links to a changed file (walk and name cache), a FIFO
-# and a symlink planted as the name cache; on XFS, xfs_growfs and a change
-# in the new allocation groups, whose byte range must be reported.
+# deep, and 5000 hard links to a changed file (walk and name cache; the
+# host's hostile.sh has 100000); on ext4 a FIFO and a symlink planted as
+# the name cache; on XFS, xfs_growfs and a change in the new allocation
+# groups, whose byte range must be reported.
 # vm-disks: 64M 1G
 # vm-timeout: 600
 # shellcheck source=tests/vm/lib.sh disable=SC1091
@@ -72,7 +73,7 @@ for fs in ext4 xfs btrfs; do
 	mount /dev/mapper/h $mnt
 	e=$("$CHJ" checkpoint h)
 	"$RESOLVE" --since "$e" h >/dev/null	# builds the name cache
-	nlinks=20000
+	nlinks=5000
 	shape $mnt $nlinks
 	sync
 	t0=$SECONDS
@@ -81,9 +82,11 @@ for fs in ext4 xfs btrfs; do
 	grep 'name cache' "$CHJ_OUT/last.err" || true
 	cp "$CHJ_OUT/last.out" "$CHJ_OUT/$fs.out0"
 	listed "$CHJ_OUT/$fs.out0" "$long" "$deep" links/target links/l0 "links/l$((nlinks - 1))"
-	rexpect 0 env CHJ_RESOLVE_CACHE=off "$RESOLVE" --since "$e" -0 h
-	cmp "$CHJ_OUT/last.out" "$CHJ_OUT/$fs.out0" || fail "$fs: name cache and walk disagree"
-	if [ $fs != btrfs ]; then
+	if [ $fs = xfs ]; then
+		rexpect 0 env CHJ_RESOLVE_CACHE=off "$RESOLVE" --since "$e" -0 h
+		cmp "$CHJ_OUT/last.out" "$CHJ_OUT/$fs.out0" || fail "$fs: name cache and walk disagree"
+	fi
+	if [ $fs = ext4 ]; then
 		# A FIFO, then a symlink, as the cache file: a warning, the
 		# same answer, no hang (the test's timeout would end it).
 		cf=$(ls "$CHJ_RESOLVE_CACHE_DIR"/*.names)
