@@ -11,12 +11,14 @@
 # HOST_WRAP_FILES=N creates N files after the checkpoint, touches them all
 # HOST_WRAP_ROUNDS (40) times with a sync each time, and deletes half:
 # enough to wrap an XFS log of 64 MiB since the checkpoint.
+# Then, with no MKFS_OPTION, tests/resolve/hostile.sh for the filesystem.
 # Needs root and loop devices.  Work files go to $TMPDIR (default /tmp);
 # KEEP=1 keeps them.  Prints "precision FS ROUND VALUE" lines.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
-RESOLVE=$root/userspace/chj-resolve
+# chj-resolve-test: chj-resolve with the test hooks (CHJ_RESOLVE_CHANGES).
+RESOLVE=$root/userspace/chj-resolve-test
 TRUTH=$here/fstruth.py
 # shellcheck source=tests/resolve/workload.sh
 . "$here/workload.sh"
@@ -146,4 +148,11 @@ changes c1 c3
 check round2 changes-c2-c3 after1 after2 writes2
 cat "$work/writes1" "$work/writes2" >"$work/writes12"
 check rounds12 changes-c1-c3 before after2 writes12
+# The hostile-filesystem checks (hostile.sh: deep and long paths, many
+# links, a planted cache, unowned and out-of-range changes, growfs), once
+# per filesystem: with the default mkfs options only.
+if [ $# = 0 ] && [ -z "${HOST_WRAP_FILES:-}" ]; then
+	umount "$mnt"
+	"$here/hostile.sh" "$fs"
+fi
 echo "PASS host-check $fs $*"

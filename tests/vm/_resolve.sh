@@ -6,6 +6,8 @@
 
 CHJ=$CHJ_ROOT/userspace/chj
 RESOLVE=$CHJ_ROOT/userspace/chj-resolve
+# The same program with the test hooks (CHJ_RESOLVE_PROGRESS_AFTER, ...).
+RESOLVE_TEST=$CHJ_ROOT/userspace/chj-resolve-test
 TRUTH=$CHJ_ROOT/tests/resolve/fstruth.py
 # shellcheck source=tests/resolve/workload.sh disable=SC1091
 . "$CHJ_ROOT/tests/resolve/workload.sh"
@@ -49,7 +51,7 @@ resolve_json() {
 	local o=$1 rc=0 t0 t1
 	shift
 	t0=$(date +%s.%N)
-	CHJ_RESOLVE_DEBUG=1 "$RESOLVE" --json --stats "$@" >"$o" 2>"$o.stats" || rc=$?
+	CHJ_RESOLVE_DEBUG=1 "$RESOLVE_TEST" --json --stats "$@" >"$o" 2>"$o.stats" || rc=$?
 	t1=$(date +%s.%N)
 	cat "$o.stats"
 	[ $rc = 0 ] || fail "chj-resolve --json $* exited $rc"
@@ -140,12 +142,12 @@ resolve_progress() {
 	local name=$1 out=$CHJ_OUT
 	rlog "progress on a terminal"
 	"$RESOLVE" "$name" >"$out/plain.txt" 2>"$out/plain.err"
-	script -qec "env CHJ_RESOLVE_PROGRESS_AFTER=0 CHJ_RESOLVE_CACHE=off $RESOLVE $name >$out/tty.txt" \
+	script -qec "env CHJ_RESOLVE_PROGRESS_AFTER=0 CHJ_RESOLVE_CACHE=off $RESOLVE_TEST $name >$out/tty.txt" \
 		"$out/tty.log" >/dev/null
 	cat -v "$out/tty.log"
 	grep -q 'walking .*entries' "$out/tty.log" || fail "no progress line on a terminal"
 	cmp "$out/plain.txt" "$out/tty.txt" || fail "stdout differs when stderr is a terminal"
-	CHJ_RESOLVE_PROGRESS_AFTER=0 CHJ_RESOLVE_CACHE=off "$RESOLVE" "$name" 2>"$out/notty.err" >/dev/null
+	CHJ_RESOLVE_PROGRESS_AFTER=0 CHJ_RESOLVE_CACHE=off "$RESOLVE_TEST" "$name" 2>"$out/notty.err" >/dev/null
 	[ ! -s "$out/notty.err" ] || fail "progress printed to a stderr that is not a terminal"
 }
 

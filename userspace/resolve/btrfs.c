@@ -78,6 +78,8 @@ struct bctx {
 	char *prefix;			/* mount root, relative to the top */
 	struct dirpath *dp;
 	size_t ndp, dpcap;
+	size_t *dptab;			/* open addressing: (root, dir) -> index + 1 */
+	size_t dptcap;
 };
 
 /* ---- TREE_SEARCH_V2 ---- */
@@ -670,30 +672,136 @@ static int changed_leaves(struct bctx *b)
 
 /* ---- names ---- */
 
+struct uref {
+	uint64_t parent;
+	char *name;
+};
+
+static int uref_item(struct bctx *b, const struct btrfs_ioctl_search_header *h,
+		     const unsigned char *d, void *ctx)
+{
+	struct uref *u = ctx;
+	unsigned nl;
+
+	(void)b;
+	if (h->type != BTRFS_INODE_REF_KEY || u->name || h->len < 10)
+		return 0;
+	nl = le16(d + 8);
+	if (!nl || nl > 255 || 10u + nl > h->len || memchr(d + 10, '/', nl) || memchr(d + 10, 0, nl))
+		return 0;
+	u->parent = h->offset;
+	u->name = xmalloc(nl + 1);
+	memcpy(u->name, d + 10, nl);
+	u->name[nl] = 0;
+	return 0;
+}
+
+static size_t dp_slot(uint64_t root, uint64_t dir, size_t cap)
+{
+	return (size_t)hash64(dir ^ hash64(root)) & (cap - 1);
+}
+
+static void dp_rehash(struct bctx *b)
+{
+	size_t cap = b->dptcap ? b->dptcap * 2 : 256;
+
+	free(b->dptab);
+	b->dptab = xcalloc(cap, sizeof(*b->dptab));
+	b->dptcap = cap;
+	for (size_t i = 0; i < b->ndp; i++) {
+		size_t s = dp_slot(b->dp[i].root, b->dp[i].ino, cap);
+
+		while (b->dptab[s])
+			s = (s + 1) & (cap - 1);
+		b->dptab[s] = i + 1;
+	}
+}
+
+static const char *dir_path_depth(struct bctx *b, uint64_t root, uint64_t dir, unsigned depth);
+
+/*
+ * BTRFS_IOC_INO_LOOKUP gives up on paths longer than 4080 bytes: then the
+ * path is the parent's (cached, so a deep chain costs one search per
+ * level) and the name in the directory's INODE_REF item (a directory has
+ * one).  "a/b/" like INO_LOOKUP, top-relative; NULL when a link of the
+ * chain is missing (deleted meanwhile) or it is deeper than 65536 levels
+ * past INO_LOOKUP's reach.
+ */
+static char *refs_path(struct bctx *b, uint64_t root, uint64_t dir, unsigned depth)
+{
+	struct skey lo = { dir, 0, BTRFS_INODE_REF_KEY };
+	struct skey hi = { dir, UINT64_MAX, BTRFS_INODE_REF_KEY };
+	struct uref u = { 0, NULL };
+	const char *pp;
+	char *out = NULL;
+
+	if (depth > 65536 || search(b, root, lo, hi, 0, uref_item, &u) || !u.name || u.parent == dir)
+		goto out;
+	pp = dir_path_depth(b, root, u.parent, depth + 1);
+	if (pp) {
+		out = xmalloc(strlen(pp) + strlen(u.name) + 2);
+		sprintf(out, "%s%s/", pp, u.name);
+	}
+out:
+	free(u.name);
+	return out;
+}
+
+/*
+ * Path of directory dir of subvolume root, relative to the top; NULL when
+ * it has none (the subvolume is not reachable, the directory is gone).
+ * Cached, failures too: a million links in one directory cost one lookup.
+ */
 static const char *dir_path(struct bctx *b, uint64_t root, uint64_t dir)
 {
-	char *in, *top;
+	return dir_path_depth(b, root, dir, 0);
+}
 
-	for (size_t i = 0; i < b->ndp; i++)
-		if (b->dp[i].root == root && b->dp[i].ino == dir)
-			return b->dp[i].path;
+static const char *dir_path_depth(struct bctx *b, uint64_t root, uint64_t dir, unsigned depth)
+{
+	char *full = NULL;
+	char *in = NULL, *top;
+	struct dirpath *d;
+
+	if (b->dptcap)
+		for (size_t s = dp_slot(root, dir, b->dptcap); b->dptab[s];
+		     s = (s + 1) & (b->dptcap - 1)) {
+			d = &b->dp[b->dptab[s] - 1];
+			if (d->root == root && d->ino == dir)
+				return d->path;
+		}
 	top = subvol_top(b, root, 0);
-	if (!top)
-		return NULL;
-	if (dir == BTRFS_FIRST_FREE_OBJECTID) {
+	if (top && dir == BTRFS_FIRST_FREE_OBJECTID)
 		in = xstrdup("");
-	} else if (ino_lookup(b, root, dir, &in)) {
-		free(top);
-		return NULL;
+	else if (top && ino_lookup(b, root, dir, &in))
+		full = refs_path(b, root, dir, depth);
+	if (top && in) {
+		full = xmalloc(strlen(top) + strlen(in) + 1);
+		sprintf(full, "%s%s", top, in);
 	}
 	xgrow((void **)&b->dp, &b->dpcap, b->ndp + 1, sizeof(*b->dp));
-	b->dp[b->ndp].root = root;
-	b->dp[b->ndp].ino = dir;
-	b->dp[b->ndp].path = xmalloc(strlen(top) + strlen(in) + 1);
-	sprintf(b->dp[b->ndp].path, "%s%s", top, in);
+	d = &b->dp[b->ndp++];
+	d->root = root;
+	d->ino = dir;
+	d->path = full;
+	if (!full && top) {
+		/* A directory of a reachable subvolume that cannot be named:
+		 * what it holds would be left out (the rule). */
+		rx_unattributed(b->r, 1, "btrfs: directory %llu of subvolume %llu cannot be named",
+				(unsigned long long)dir, (unsigned long long)root);
+	}
 	free(top);
 	free(in);
-	return b->dp[b->ndp++].path;
+	if (b->ndp * 2 > b->dptcap)
+		dp_rehash(b);
+	else {
+		size_t s = dp_slot(root, dir, b->dptcap);
+
+		while (b->dptab[s])
+			s = (s + 1) & (b->dptcap - 1);
+		b->dptab[s] = b->ndp;
+	}
+	return d->path;
 }
 
 /* Add the path top-relative p (a file, or "x/" for a subvolume root). */
@@ -907,7 +1015,7 @@ static int file_ranges(struct bctx *b, struct item *it)
 	return rc;
 }
 
-static int resolve(struct bctx *b)
+static int btrfs_resolve_fs(struct bctx *b)
 {
 	struct resolver *r = b->r;
 	double t;
@@ -992,7 +1100,7 @@ int btrfs_resolve(struct resolver *r)
 	b.r = r;
 	rs_init(&b.lchg);
 	rs_init(&b.lchg_data);
-	rc = resolve(&b);
+	rc = btrfs_resolve_fs(&b);
 	rs_free(&b.lchg);
 	rs_free(&b.lchg_data);
 	free(b.sm);
@@ -1000,6 +1108,7 @@ int btrfs_resolve(struct resolver *r)
 	for (size_t i = 0; i < b.ndp; i++)
 		free(b.dp[i].path);
 	free(b.dp);
+	free(b.dptab);
 	free(b.prefix);
 	return rc;
 }

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 OR MIT */
 /*
- * Fixed-endian loads from on-disk structures read into byte buffers: any
- * alignment, any host byte order.  ext4 and btrfs are little-endian; XFS
- * and jbd2 are big-endian; XFS log items carry both.
+ * Fixed-endian loads from on-disk structures read into byte buffers, and
+ * stores (the name-cache file): any alignment, any host byte order.  ext4,
+ * btrfs and the name cache are little-endian; XFS and jbd2 are big-endian;
+ * XFS log items carry both.  The only byte-order helpers of chj-resolve.
  */
 #ifndef CHJ_RESOLVE_BYTES_H
 #define CHJ_RESOLVE_BYTES_H
@@ -37,6 +38,18 @@ static inline uint32_t be32(const unsigned char *p)
 static inline uint64_t be64(const unsigned char *p)
 {
 	return (uint64_t)be32(p) << 32 | be32(p + 4);
+}
+
+static inline void put_le32(unsigned char *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static inline void put_le64(unsigned char *p, uint64_t v)
+{
+	put_le32(p, (uint32_t)v);
+	put_le32(p + 4, (uint32_t)(v >> 32));
 }
 
 #endif

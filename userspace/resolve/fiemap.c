@@ -116,7 +116,7 @@ void fiemap_item_ranges(struct resolver *r, struct item *it, const struct ranges
 
 	if (!it->npaths)
 		return;
-	fd = openat(r->mnt_fd, it->paths[0], O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+	fd = rel_open(r->mnt_fd, it->paths[0], O_RDONLY | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0 || fstat(fd, &st) || !S_ISREG(st.st_mode) || fiemap_get(fd, 0, &v, &n)) {
 		/* Gone or replaced since: whatever is there now is new. */
 		if (fd >= 0 && !fstat(fd, &st) && S_ISREG(st.st_mode)) {

@@ -74,7 +74,8 @@ int jbd2_scan(const struct jbd2_src *src, struct jbd2_info *info)
 	uint64_t pos, steps;
 	unsigned tagb, tail;
 	struct trans t = { 0 };
-	int rc = -1, in_trans = 0;
+	int rc = -1, in_trans = 0, tries = 0;
+	uint32_t seq0;
 
 	memset(info, 0, sizeof(*info));
 	if (bs < 1024 || bs > 65536 || (bs & (bs - 1))) {
@@ -86,6 +87,7 @@ int jbd2_scan(const struct jbd2_src *src, struct jbd2_info *info)
 		snprintf(info->why, sizeof(info->why), "out of memory");
 		return -1;
 	}
+again:
 	if (src->read(src->ctx, 0, b)) {
 		snprintf(info->why, sizeof(info->why), "cannot read the journal superblock");
 		goto out;
@@ -96,7 +98,7 @@ int jbd2_scan(const struct jbd2_src *src, struct jbd2_info *info)
 	}
 	maxlen = be32(b + 16);
 	first = be32(b + 20);
-	seq = be32(b + 24);
+	seq = seq0 = be32(b + 24);
 	start = be32(b + 28);
 	incompat = be32(b + 4) == JBD2_SB_V2 ? be32(b + 40) : 0;
 	if (be32(b + 12) != bs) {
@@ -191,6 +193,35 @@ int jbd2_scan(const struct jbd2_src *src, struct jbd2_info *info)
 	/* An uncommitted tail counts as well. */
 	if (in_trans && t.n)
 		trans_end(src, info, &t);
+	/*
+	 * A live journal: if the kernel checkpointed and reused log space
+	 * during the walk, a block overwritten by a newer transaction looked
+	 * like the end of the log.  jbd2 writes the superblock's new tail
+	 * before it reuses space, so an unchanged superblock means the walk
+	 * saw a stable log.  Otherwise walk again (home blocks reported so far
+	 * stay: extra ones are only false positives), a few times.
+	 */
+	if (src->read(src->ctx, 0, b)) {
+		snprintf(info->why, sizeof(info->why), "cannot re-read the journal superblock");
+		goto out;
+	}
+	if (be32(b + 24) != seq0 || be32(b + 28) != start) {
+		if (++tries < JBD2_RETRIES) {
+			uint64_t h = info->homes;
+
+			memset(info, 0, sizeof(*info));
+			info->homes = h;
+			info->retries = (unsigned)tries;
+			t.n = 0;
+			t.touched = 0;
+			in_trans = 0;
+			goto again;
+		}
+		snprintf(info->why, sizeof(info->why),
+			 "the journal moved during each of %d walks (sequence %u -> %u)",
+			 tries, seq0, be32(b + 24));
+		goto out;
+	}
 	rc = 0;
 out:
 	free(t.home);

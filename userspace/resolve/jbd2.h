@@ -30,6 +30,7 @@
 #define JBD2_TAG_LAST		0x8u
 
 #define JBD2_FC_DEFAULT_BLOCKS	256u
+#define JBD2_RETRIES		3	/* walks before a moving journal is an error */
 
 struct jbd2_src {
 	void *ctx;
@@ -48,6 +49,7 @@ struct jbd2_info {
 	uint64_t counted;	/* of those, with a block in a changed region */
 	uint64_t homes;		/* home blocks reported */
 	int clean;		/* s_start == 0: nothing live in the journal */
+	unsigned retries;	/* walks redone: the journal moved under one */
 	char why[160];		/* set when the result is -1 */
 };
 

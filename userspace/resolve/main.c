@@ -79,6 +79,9 @@ static int run(struct resolver *r)
 	if (rc)
 		return rc;
 	count_results(r);
+	/* The rule, in one place: nothing changed is dropped with exit 0. */
+	if (r->unattributed)
+		return rx_fail(r, RX_FULL_SCAN, "%s", r->unattr_why);
 	t = now_sec();
 	rc = output_results(r, stdout);
 	if (!rc && fflush(stdout))

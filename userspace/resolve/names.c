@@ -17,7 +17,7 @@
  * stat each.  A cache from before E (epoch C < E) would miss directory
  * changes between C and E: then the walk runs and the cache is rewritten.
  *
- * The cache lives in $CHJ_RESOLVE_CACHE_DIR (default
+ * The cache file (namecache.c) lives in $CHJ_RESOLVE_CACHE_DIR (default
  * /var/cache/chj-resolve), one file per chj metadata device, mode 0600;
  * CHJ_RESOLVE_CACHE=off disables it.  It is an optimisation only: a
  * missing, damaged or unwritable cache means a walk.
@@ -41,52 +41,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "libchj.h"
+#include "names.h"
 #include "resolve.h"
 
-#define NC_MAGIC	"CHJRNAM1"
-#define NC_VERSION	2u
-#define NC_HDR		128u
 #define WALK_MIN	65536u
 #define WALK_RATIO	16u
 
-struct nent {
-	uint64_t ino;
-	uint32_t name;		/* offset in the arena */
-	uint16_t len;
-	uint8_t dtype;
-};
-
-struct ndir {
-	uint64_t ino;
-	struct nent *e;
-	uint32_t n;
-	int fresh;		/* read in this run */
-	int stored;		/* loaded from the cache file */
-};
-
-struct names {
-	struct ndir *d;
-	size_t n, cap;
-	uint64_t *tab;		/* open addressing: dir inode -> index + 1 */
-	size_t tcap;
-	char *arena;
-	size_t alen, acap;
-	uint64_t root;
-	uint64_t epoch;
-	/* Loaded from a file that still holds exactly these entries: only
-	 * the header needs rewriting. */
-	int loaded, dirty;
-	dev_t fdev;
-	ino_t fino;
-	off_t fsize;
-	uint64_t blen;
-	uint32_t bcrc;
-};
-
 /* ---- the in-memory cache ---- */
 
-static size_t hslot(uint64_t ino, size_t cap)
+size_t hslot(uint64_t ino, size_t cap)
 {
 	return (size_t)((ino * 0x9e3779b97f4a7c15ull) >> 20) & (cap - 1);
 }
@@ -109,7 +72,7 @@ static void nc_rehash(struct names *nc)
 	}
 }
 
-static struct ndir *nc_find(const struct names *nc, uint64_t ino)
+struct ndir *nc_find(const struct names *nc, uint64_t ino)
 {
 	if (!nc->tcap)
 		return NULL;
@@ -119,7 +82,7 @@ static struct ndir *nc_find(const struct names *nc, uint64_t ino)
 	return NULL;
 }
 
-static struct ndir *nc_get(struct names *nc, uint64_t ino)
+struct ndir *nc_get(struct names *nc, uint64_t ino)
 {
 	struct ndir *d = nc_find(nc, ino);
 
@@ -156,7 +119,7 @@ static uint32_t nc_name(struct names *nc, const char *s, size_t len)
 	return off;
 }
 
-static void nc_add(struct names *nc, struct ndir *d, size_t *cap, uint64_t ino, const char *name,
+void nc_add(struct names *nc, struct ndir *d, size_t *cap, uint64_t ino, const char *name,
 		   size_t len, uint8_t dtype)
 {
 	xgrow((void **)&d->e, cap, d->n + 1, sizeof(*d->e));
@@ -167,7 +130,7 @@ static void nc_add(struct names *nc, struct ndir *d, size_t *cap, uint64_t ino, 
 	d->n++;
 }
 
-static void nc_free(struct names *nc)
+void nc_free(struct names *nc)
 {
 	if (!nc)
 		return;
@@ -177,254 +140,6 @@ static void nc_free(struct names *nc)
 	free(nc->tab);
 	free(nc->arena);
 	free(nc);
-}
-
-/* ---- the cache file ---- */
-
-static int cache_off(void)
-{
-	const char *v = getenv("CHJ_RESOLVE_CACHE");
-
-	return v && (!strcmp(v, "off") || !strcmp(v, "0") || !strcmp(v, "no"));
-}
-
-static void cache_path(const struct resolver *r, char *buf, size_t len)
-{
-	const char *dir = getenv("CHJ_RESOLVE_CACHE_DIR");
-	char u[37];
-
-	chj_uuid_str(r->chj_uuid, u);
-	snprintf(buf, len, "%s/%s.names", dir && *dir ? dir : "/var/cache/chj-resolve", u);
-}
-
-static void put64(unsigned char *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static void put32(unsigned char *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static uint32_t get32(const unsigned char *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-static uint64_t get64(const unsigned char *p)
-{
-	uint64_t v = 0;
-
-	for (int i = 7; i >= 0; i--)
-		v = v << 8 | p[i];
-	return v;
-}
-
-/* The header: magic, version, chj uuid, fs uuid and type, epoch, root,
- * body length and its CRC-32C, and the CRC-32C of the header before it. */
-static void make_hdr(const struct resolver *r, const struct names *nc, uint64_t body_len,
-		     uint32_t crc, unsigned char *h)
-{
-	memset(h, 0, NC_HDR);
-	memcpy(h, NC_MAGIC, 8);
-	put64(h + 8, NC_VERSION);
-	memcpy(h + 16, r->chj_uuid, 16);
-	memcpy(h + 32, r->fs_uuid, sizeof(r->fs_uuid) < 48 ? sizeof(r->fs_uuid) : 48);
-	memcpy(h + 80, r->fstype, 16);
-	put64(h + 96, nc->epoch);
-	put64(h + 104, nc->root);
-	put64(h + 112, body_len);
-	put32(h + 120, crc);
-	put32(h + 124, chj_crc32c(h, 124));
-}
-
-static struct names *cache_load(struct resolver *r)
-{
-	char path[4200];
-	unsigned char h[NC_HDR], want[NC_HDR];
-	unsigned char *body = NULL, *p, *end;
-	struct names *nc = NULL;
-	struct stat st;
-	uint64_t blen;
-	FILE *f;
-
-	cache_path(r, path, sizeof(path));
-	f = fopen(path, "rb");
-	if (!f)
-		return NULL;
-	if (fstat(fileno(f), &st) || st.st_uid != 0 || (st.st_mode & 077) ||
-	    fread(h, 1, NC_HDR, f) != NC_HDR)
-		goto bad;
-	blen = get64(h + 112);
-	make_hdr(r, &(struct names){ .epoch = get64(h + 96), .root = get64(h + 104) }, blen,
-		 get32(h + 120), want);
-	/* Names are offsets into the body: at most 4 GiB of it. */
-	if (memcmp(h, want, NC_HDR) || blen != (uint64_t)st.st_size - NC_HDR || blen > UINT32_MAX)
-		goto bad;
-	body = xmalloc(blen + 1);
-	if (fread(body, 1, blen, f) != blen || chj_crc32c(body, blen) != get32(h + 120))
-		goto bad;
-	nc = xcalloc(1, sizeof(*nc));
-	nc->epoch = get64(h + 96);
-	nc->root = get64(h + 104);
-	/* The body becomes the name arena: each name stays where it was read. */
-	nc->arena = (char *)body;
-	nc->alen = blen;
-	nc->acap = blen + 1;
-	for (p = body, body = NULL, end = p + blen; p < end;) {
-		uint64_t dino, n;
-		struct ndir *d;
-
-		if (end - p < 16)
-			goto bad;
-		dino = get64(p);
-		n = get64(p + 8);
-		p += 16;
-		if (!dino || nc_find(nc, dino) || n > (uint64_t)(end - p) / 11)
-			goto bad;
-		d = nc_get(nc, dino);
-		d->stored = 1;
-		d->e = n ? xmalloc(n * sizeof(*d->e)) : NULL;
-		for (uint64_t i = 0; i < n; i++) {
-			size_t len;
-
-			if (end - p < 11)
-				goto bad;
-			len = (size_t)p[9] | (size_t)p[10] << 8;
-			if (!len || len > 255 || (size_t)(end - p) < 11 + len ||
-			    memchr(p + 11, '/', len) || memchr(p + 11, 0, len))
-				goto bad;
-			d->e[d->n].ino = get64(p);
-			d->e[d->n].name = (uint32_t)(p + 11 - (unsigned char *)nc->arena);
-			d->e[d->n].len = (uint16_t)len;
-			d->e[d->n].dtype = p[8];
-			d->n++;
-			p += 11 + len;
-		}
-	}
-	nc->loaded = 1;
-	nc->fdev = st.st_dev;
-	nc->fino = st.st_ino;
-	nc->fsize = st.st_size;
-	nc->blen = blen;
-	nc->bcrc = get32(h + 120);
-	fclose(f);
-	return nc;
-bad:
-	/* Unusable (damaged, foreign, another filesystem): walk instead. */
-	free(body);
-	fclose(f);
-	nc_free(nc);
-	return NULL;
-}
-
-/*
- * The entries are those of the file loaded (no directory re-read found a
- * change): rewrite its header in place, for the new epoch.  -1 when that
- * cannot be done (the file was replaced meanwhile, ...): write it whole.
- */
-static int cache_touch(struct resolver *r, struct names *nc)
-{
-	char path[4200];
-	unsigned char h[NC_HDR];
-	struct stat st;
-	int fd, ok;
-
-	cache_path(r, path, sizeof(path));
-	fd = open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	make_hdr(r, nc, nc->blen, nc->bcrc, h);
-	ok = !fstat(fd, &st) && S_ISREG(st.st_mode) && st.st_dev == nc->fdev &&
-	     st.st_ino == nc->fino && st.st_size == nc->fsize && st.st_uid == 0 &&
-	     !(st.st_mode & 077) && pwrite(fd, h, NC_HDR, 0) == (ssize_t)NC_HDR;
-	if (close(fd))
-		ok = 0;
-	if (!ok)
-		return -1;
-	{
-		size_t l = strlen(r->st.cache);
-
-		snprintf(r->st.cache + l, sizeof(r->st.cache) - l, "%sonly the header rewritten (epoch %llu)",
-			 l ? "; " : "", (unsigned long long)nc->epoch);
-	}
-	return 0;
-}
-
-/* Write the cache: only directories reachable from the root. */
-static void cache_save(struct resolver *r, struct names *nc)
-{
-	char path[4200], tmp[4300];
-	unsigned char h[NC_HDR];
-	unsigned char *body = NULL;
-	size_t blen = 0, bcap = 0, qn = 0, qcap = 0;
-	uint64_t *q = NULL;
-	const char *dir = getenv("CHJ_RESOLVE_CACHE_DIR");
-	int fd;
-	FILE *f;
-
-	if (nc->loaded && !nc->dirty && !cache_touch(r, nc))
-		return;
-	cache_path(r, path, sizeof(path));
-	if (!dir || !*dir)
-		mkdir("/var/cache/chj-resolve", 0700);
-	snprintf(tmp, sizeof(tmp), "%s.tmp%d", path, (int)getpid());
-	/* Breadth first from the root; mark each directory once. */
-	for (size_t i = 0; i < nc->n; i++)
-		nc->d[i].fresh = 0;
-	xgrow((void **)&q, &qcap, 1, sizeof(*q));
-	q[qn++] = nc->root;
-	for (size_t qi = 0; qi < qn; qi++) {
-		struct ndir *d = nc_find(nc, q[qi]);
-
-		if (!d || d->fresh)
-			continue;
-		d->fresh = 1;
-		xgrow((void **)&body, &bcap, blen + 16, 1);
-		put64(body + blen, d->ino);
-		put64(body + blen + 8, d->n);
-		blen += 16;
-		for (uint32_t k = 0; k < d->n; k++) {
-			const struct nent *e = &d->e[k];
-
-			xgrow((void **)&body, &bcap, blen + 11 + e->len, 1);
-			put64(body + blen, e->ino);
-			body[blen + 8] = e->dtype;
-			body[blen + 9] = (unsigned char)e->len;
-			body[blen + 10] = (unsigned char)(e->len >> 8);
-			memcpy(body + blen + 11, nc->arena + e->name, e->len);
-			blen += 11 + e->len;
-			if (e->dtype == DT_DIR) {
-				xgrow((void **)&q, &qcap, qn + 1, sizeof(*q));
-				q[qn++] = e->ino;
-			}
-		}
-	}
-	free(q);
-	make_hdr(r, nc, blen, chj_crc32c(body, blen), h);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	f = fd >= 0 ? fdopen(fd, "wb") : NULL;
-	if (!f) {
-		if (fd >= 0)
-			close(fd);
-		snprintf(r->st.cache, sizeof(r->st.cache), "not saved (%.60s: %s)",
-			 dir && *dir ? dir : "/var/cache/chj-resolve", strerror(errno));
-		free(body);
-		return;
-	}
-	/* No fsync: a torn cache fails its CRC and means a walk. */
-	if (fwrite(h, 1, NC_HDR, f) != NC_HDR || fwrite(body, 1, blen, f) != blen ||
-	    fclose(f) || rename(tmp, path)) {
-		snprintf(r->st.cache, sizeof(r->st.cache), "not saved (%s)", strerror(errno));
-		unlink(tmp);
-	} else if (!r->st.cache[0]) {
-		snprintf(r->st.cache, sizeof(r->st.cache), "written (epoch %llu)",
-			 (unsigned long long)nc->epoch);
-	}
-	free(body);
 }
 
 /* ---- building from the walk ---- */
@@ -532,32 +247,35 @@ static void dpar_free(struct dpar *p)
  * no chain of entries leads there from the root. */
 static char *dir_rel(const struct names *nc, const struct dpar *p, uint64_t ino)
 {
-	const char *parts[4096];
-	size_t lens[4096], n = 0, total = 0;
+	const struct nent **parts = NULL;
+	size_t n = 0, cap = 0, total = 0;
 	char *out, *o;
 
+	/* Any depth; a chain longer than the directories known is a loop. */
 	while (ino != nc->root) {
 		uint64_t dir;
 		uint32_t idx;
 		const struct ndir *d;
 
-		if (n == 4096 || !dpar_get(p, ino, &dir, &idx) || !(d = nc_find(nc, dir)) ||
-		    idx >= d->n || d->e[idx].ino != ino)
+		if (n > nc->n || !dpar_get(p, ino, &dir, &idx) || !(d = nc_find(nc, dir)) ||
+		    idx >= d->n || d->e[idx].ino != ino) {
+			free(parts);
 			return NULL;
-		parts[n] = nc->arena + d->e[idx].name;
-		lens[n] = d->e[idx].len;
-		total += lens[n] + 1;
-		n++;
+		}
+		xgrow((void **)&parts, &cap, n + 1, sizeof(*parts));
+		parts[n++] = &d->e[idx];
+		total += d->e[idx].len + 1;
 		ino = dir;
 	}
 	out = o = xmalloc(total + 1);
 	while (n--) {
-		memcpy(o, parts[n], lens[n]);
-		o += lens[n];
+		memcpy(o, nc->arena + parts[n]->name, parts[n]->len);
+		o += parts[n]->len;
 		if (n)
 			*o++ = '/';
 	}
 	*o = 0;
+	free(parts);
 	return out;
 }
 
@@ -633,7 +351,25 @@ static int reread(struct names *nc, struct dpar *p, struct ndir *d, int fd,
  * 1 when some directory could not be reached by its cached path (the caller
  * walks instead).
  */
-static int refresh(struct resolver *r, struct names *nc, uint64_t *reread_n)
+/*
+ * Opening a directory by its path costs a lookup per component: a user's
+ * 5000-level tree would make the refresh quadratic.  The lookups spent are
+ * counted against a budget a walk's cost bounds (a few per cached entry);
+ * past it the cache is given up and the tree walked (linear, by fds).
+ */
+static int spend(uint64_t *budget, const char *rel)
+{
+	uint64_t c = 1;
+
+	for (const char *p = rel; *p; p++)
+		c += *p == '/';
+	if (c > *budget)
+		return -1;
+	*budget -= c;
+	return 0;
+}
+
+static int refresh(struct resolver *r, struct names *nc, uint64_t *reread_n, uint64_t *budget)
 {
 	struct dpar p = { 0 };
 	uint64_t *pend = NULL;
@@ -673,8 +409,12 @@ static int refresh(struct resolver *r, struct names *nc, uint64_t *reread_n)
 				continue;
 			}
 			rel = dir_rel(nc, &p, ino);
-			fd = rel ? openat(r->mnt_fd, *rel ? rel : ".",
-					  O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
+			if (rel && spend(budget, rel)) {
+				free(rel);
+				rc = 1;
+				break;
+			}
+			fd = rel ? rel_open(r->mnt_fd, rel, O_RDONLY | O_DIRECTORY) : -1;
 			free(rel);
 			if (fd < 0 || fstat(fd, &st) || st.st_ino != ino || st.st_dev != mdev) {
 				if (fd >= 0)
@@ -711,8 +451,9 @@ static int refresh(struct resolver *r, struct names *nc, uint64_t *reread_n)
 }
 
 /* Every path of every listed inode, from the cache; checked with a stat. */
-static void cache_paths(struct resolver *r, struct names *nc, uint64_t *dropped)
+static int cache_paths(struct resolver *r, struct names *nc, uint64_t *dropped, uint64_t *budget)
 {
+	int rc = 0;
 	struct dpar p = { 0 };
 	struct item *rootit = res_find(&r->res, 0, nc->root);
 	/* A filter of the listed inodes: most entries are not among them. */
@@ -737,9 +478,9 @@ static void cache_paths(struct resolver *r, struct names *nc, uint64_t *dropped)
 	for (size_t i = 0; i < nc->n; i++) {
 		const struct ndir *d = &nc->d[i];
 		char *base = NULL;
-		int have_base = 0;
+		int have_base = 0, dfd = -1;
 
-		for (uint32_t k = 0; k < d->n; k++) {
+		for (uint32_t k = 0; k < d->n && !rc; k++) {
 			size_t b = hslot(d->e[k].ino, fbits);
 			struct item *it;
 			char *rel;
@@ -752,8 +493,16 @@ static void cache_paths(struct resolver *r, struct names *nc, uint64_t *dropped)
 			if (!it || !it->reasons)
 				continue;
 			if (!have_base) {
+				/* The directory, opened once for its entries'
+				 * checks (its path's lookups paid once). */
 				base = dir_rel(nc, &p, d->ino);
 				have_base = 1;
+				if (base && spend(budget, base)) {
+					rc = 1;
+					break;
+				}
+				if (base)
+					dfd = rel_open(r->mnt_fd, base, O_PATH | O_DIRECTORY);
 			}
 			if (!base)
 				break;	/* an unreachable (stale) directory */
@@ -764,19 +513,32 @@ static void cache_paths(struct resolver *r, struct names *nc, uint64_t *dropped)
 				rel[bl++] = '/';
 			memcpy(rel + bl, nc->arena + d->e[k].name, d->e[k].len);
 			rel[bl + d->e[k].len] = 0;
-			if (!fstatat(r->mnt_fd, rel, &st, AT_SYMLINK_NOFOLLOW) && st.st_ino == it->ino) {
-				item_add_path(it, rel);
-				if (it->type == FT_UNKNOWN)
-					it->type = ftype_from_mode(st.st_mode);
+			if (dfd < 0 ? !rel_lstat(r->mnt_fd, rel, &st) :
+			    !fstatat(dfd, rel + bl, &st, AT_SYMLINK_NOFOLLOW)) {
+				if (st.st_ino == it->ino) {
+					item_add_path(it, rel);
+					if (it->type == FT_UNKNOWN)
+						it->type = ftype_from_mode(st.st_mode);
+				} else {
+					(*dropped)++;
+				}
+			} else if (errno == ENOENT || errno == ENOTDIR || errno == ELOOP) {
+				(*dropped)++;	/* gone, or a symlink now */
 			} else {
-				(*dropped)++;
+				/* Cannot be checked: listed, conservatively. */
+				item_add_path(it, rel);
 			}
 			free(rel);
 		}
+		if (dfd >= 0)
+			close(dfd);
 		free(base);
+		if (rc)
+			break;
 	}
 	free(filter);
 	dpar_free(&p);
+	return rc;
 }
 
 int resolve_names(struct resolver *r,
@@ -814,9 +576,13 @@ int resolve_names(struct resolver *r,
 	}
 	if (nc) {
 		struct stat st;
+		uint64_t budget = WALK_MIN;
 
-		if (!fstat(r->mnt_fd, &st) && st.st_ino == nc->root && !refresh(r, nc, &reread_n)) {
-			cache_paths(r, nc, &dropped);
+		/* Lookups by path: not more than a walk would cost. */
+		for (size_t i = 0; i < nc->n; i++)
+			budget += 4 * (uint64_t)nc->d[i].n;
+		if (!fstat(r->mnt_fd, &st) && st.st_ino == nc->root &&
+		    !refresh(r, nc, &reread_n, &budget) && !cache_paths(r, nc, &dropped, &budget)) {
 			r->st.dirs_walked = reread_n;
 			snprintf(r->st.cache, sizeof(r->st.cache),
 				 "used (from epoch %llu): %llu directories re-read, %llu stale paths dropped",
@@ -827,17 +593,15 @@ int resolve_names(struct resolver *r,
 			nc_free(nc);
 			return RX_OK;
 		}
-		snprintf(r->st.cache, sizeof(r->st.cache), "not usable (a directory moved out of reach): walked");
+		snprintf(r->st.cache, sizeof(r->st.cache),
+			 "not usable (a directory moved out of reach, or paths too deep to look up): walked");
 		nc_free(nc);
 		/* Paths may have been added: start over. */
 		for (size_t i = 0; i < r->res.cap; i++) {
 			struct item *it = r->res.tab[i];
 
-			if (!it)
-				continue;
-			for (uint32_t k = 0; k < it->npaths; k++)
-				free(it->paths[k]);
-			it->npaths = 0;
+			if (it)
+				item_clear_paths(it);
 		}
 	}
 	if (!use)

@@ -156,7 +156,8 @@ int output_results(struct resolver *r, FILE *f)
 			n++;
 		}
 	}
-	qsort(v, n, sizeof(*v), cmp_line);
+	if (n)
+		qsort(v, n, sizeof(*v), cmp_line);
 	for (size_t i = 0; i < n; i++) {
 		size_t rl = strlen(v[i].rel), need = mlen + rl + 2, o = mlen;
 

@@ -22,6 +22,17 @@
 #define RX_USAGE	2
 #define RX_FULL_SCAN	3	/* the change map cannot be used: full scan */
 
+/*
+ * Test hooks (docs/testing.md): environment variables read only by
+ * chj-resolve-test, a separate build; NULL in the installed chj-resolve.
+ */
+#ifdef CHJ_RESOLVE_TEST_HOOKS
+#include <stdlib.h>
+#define test_hook(name) ((const char *)getenv(name))
+#else
+#define test_hook(name) ((const char *)NULL)
+#endif
+
 /* ---- helpers (util.c) ---- */
 void *xmalloc(size_t n);
 void *xcalloc(size_t n, size_t size);
@@ -33,12 +44,32 @@ double now_sec(void);
 int parse_u64(const char *s, uint64_t *v);
 
 /*
+ * A set of 64-bit keys (open addressing): visited-block sets, dedup.
+ * u64set_add returns 1 when key was new, 0 when already there.
+ */
+struct u64set {
+	uint64_t *v;		/* key + 1; 0 = empty slot */
+	size_t n, cap;
+	int has_max;		/* UINT64_MAX itself (key + 1 would be 0) */
+};
+int u64set_add(struct u64set *s, uint64_t key);
+int u64set_has(const struct u64set *s, uint64_t key);
+void u64set_clear(struct u64set *s);
+void u64set_free(struct u64set *s);
+uint64_t hash64(uint64_t x);
+
+/*
  * Errors: each function that can fail returns an RX_* code and leaves a
  * message in the resolver (rx_fail), printed once by main.
  */
 struct resolver;
 int rx_fail(struct resolver *r, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+/*
+ * Changes past fs_bytes (rounded up to the change map's region, whose tail
+ * past a filesystem's end is only granularity) are not attributable.
+ */
+void rx_check_outside(struct resolver *r, uint64_t fs_bytes, const char *fs);
 
 /* ---- sorted sets of ranges (rangeset.c) ---- */
 struct range {
@@ -124,6 +155,9 @@ struct item {
 	struct rangeset ranges;	/* changed byte ranges inside the file */
 	char **paths;		/* relative to the mount point, no leading / */
 	uint32_t npaths, pcap;
+	uint32_t *ptab;		/* many paths (hard links): open addressing,
+				   path hash -> index + 1, for dedup */
+	uint32_t ptcap;
 };
 
 struct results {
@@ -137,6 +171,7 @@ struct item *res_find(const struct results *rs, uint64_t root, uint64_t ino);
 /* Find or create; a new item has type FT_UNKNOWN and size UINT64_MAX. */
 struct item *res_get(struct results *rs, uint64_t root, uint64_t ino);
 void item_add_path(struct item *it, const char *rel);
+void item_clear_paths(struct item *it);
 /* Take an item out of the answer (no paths, no reasons). */
 void item_drop(struct item *it);
 /* Iterate: for (i = 0; i < rs->cap; i++) if (rs->tab[i]) ... */
@@ -235,7 +270,24 @@ struct resolver {
 	/* error message for main */
 	char err[1024];
 	int err_code;
+
+	/*
+	 * The rule (docs/resolve.md, "Nothing dropped"): changed bytes the
+	 * method could neither attribute nor list conservatively.  main ends
+	 * the run with exit 3 when this is not zero, whatever else was found.
+	 */
+	uint64_t unattributed;
+	char unattr_why[256];
 };
+
+/*
+ * Record changed bytes that cannot be attributed with certainty (no owner,
+ * an unparsable structure, past the end of the filesystem, a log that
+ * moved): the run ends in exit 3 "full scan needed: <why>".  The first
+ * reason is kept.
+ */
+void rx_unattributed(struct resolver *r, uint64_t bytes, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 
 /* cli.c: the command line. */
 extern const char resolve_usage[], resolve_help[];
@@ -251,6 +303,15 @@ int target_check_mode(struct resolver *r);
 
 /* rawio.c: O_DIRECT reads of the device at any byte offset and length. */
 int raw_read(struct resolver *r, void *buf, size_t len, uint64_t off);
+
+/*
+ * pathat.c: a path relative to the mount (any length or depth), opened
+ * beneath mnt_fd following no symlink in any component; lstat likewise.
+ * -1 with errno as open(2).
+ */
+struct stat;
+int rel_open(int mnt_fd, const char *rel, int flags);
+int rel_lstat(int mnt_fd, const char *rel, struct stat *st);
 
 /* walk.c: the namespace under the mount. */
 struct walk_entry {
@@ -277,6 +338,8 @@ int walk_tree(struct resolver *r,
  * updated from the changed directories, or from a walk (which rebuilds the
  * cache).  With visit, always the walk (visit as for walk_tree).
  */
+/* The name-cache file's body parser alone (fuzz harness): dirs or -1. */
+long names_parse_body(const unsigned char *buf, size_t len);
 int resolve_names(struct resolver *r,
 		  int (*visit)(struct resolver *r, const struct walk_entry *e, void *ctx),
 		  void *ctx);

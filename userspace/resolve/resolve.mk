@@ -28,6 +28,23 @@ $(B)/libchjresolve.a: $(RESOLVE_CORE)
 chj-resolve: $(B)/resolve/main.o $(B)/libchjresolve.a $(LIBCHJ)
 	$(CC) $(CFLAGS) $(SAN) -o $@ $^ $(PKG_LIBS) $(RESOLVE_LIBS) -lm
 
+# chj-resolve-test: the same program with the test hooks (CHJ_RESOLVE_CHANGES,
+# CHJ_RESOLVE_PROGRESS_AFTER, CHJ_RESOLVE_DEBUG; docs/testing.md) compiled in.
+# The installed chj-resolve has none: nothing in its environment bypasses the
+# device-mapper and fail-mode checks.  Its objects for the files with hooks
+# come first, so the archive's plain copies are not linked.
+RESOLVE_HOOK_SRCS := resolve/target.c resolve/stats.c resolve/xfslog.c
+RESOLVE_HOOK_OBJS := $(RESOLVE_HOOK_SRCS:resolve/%.c=$(B)/resolve-test/%.o)
+
+$(B)/resolve-test/%.o: resolve/%.c $(RESOLVE_HDRS) $(HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(RESOLVE_CFLAGS) -DCHJ_RESOLVE_TEST_HOOKS -c -o $@ $<
+
+chj-resolve-test: $(B)/resolve/main.o $(RESOLVE_HOOK_OBJS) $(B)/libchjresolve.a $(LIBCHJ)
+	$(CC) $(CFLAGS) $(SAN) -o $@ $^ $(PKG_LIBS) $(RESOLVE_LIBS) -lm
+
+all: chj-resolve-test
+
 $(RESOLVE_UNIT): $(RESOLVE_TEST_OBJS) $(B)/libchjresolve.a $(LIBCHJ)
 	$(CC) $(CFLAGS) $(SAN) -o $@ $^ $(CHECK_LIBS) $(PKG_LIBS) $(RESOLVE_LIBS) -lm
 
@@ -40,3 +57,42 @@ resolve-check-unit:
 	$(MAKE) VARIANT=plain resolve-unit-run
 	$(MAKE) VARIANT=asan resolve-unit-run
 check-unit: resolve-check-unit
+
+# libFuzzer harnesses, one per parser of resolve (clang; skipped, loudly,
+# without it): fuzz/fuzz_<name>.c over every resolve source but main.c.
+# Seeds: fuzz/seeds/<name>/ (tests/resolve/fuzz-seeds.sh makes them from
+# real filesystems); the corpus grows in build/fuzz/resolve-<name>/.
+# `make fuzz` runs each RESOLVE_FUZZ_SECONDS (default 5: check-unit);
+# `make fuzz RESOLVE_FUZZ_SECONDS=600` for a long run.
+RESOLVE_FUZZERS := jbd2 xfs_sb xfslog names ext4map
+RESOLVE_FUZZ_SECONDS ?= 5
+FZ := build/fuzz/resolve
+FUZZ_CFLAGS := -std=gnu11 -g -O1 -D_GNU_SOURCE -I../include -Ilib -Iresolve $(PKG_CFLAGS) \
+	$(RESOLVE_CFLAGS) -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all
+FUZZ_OBJS := $(patsubst %.c,$(FZ)/%.o,$(filter-out resolve/main.c,$(RESOLVE_SRCS)) $(LIB_SRCS))
+
+$(FZ)/%.o: %.c $(RESOLVE_HDRS) $(HDRS)
+	@mkdir -p $(dir $@)
+	clang $(FUZZ_CFLAGS) -c -o $@ $<
+
+$(FZ)/fuzz-%: $(FZ)/fuzz/fuzz_%.o $(FUZZ_OBJS)
+	clang -fsanitize=fuzzer,address,undefined -o $@ $^ $(PKG_LIBS) $(RESOLVE_LIBS) -lm
+
+.PHONY: resolve-fuzz resolve-fuzz-run
+fuzz: resolve-fuzz
+resolve-fuzz:
+	@if ! command -v clang >/dev/null; then echo "resolve-fuzz: clang not installed, skipped"; exit 0; fi; \
+	$(MAKE) resolve-fuzz-run
+
+resolve-fuzz-run: $(RESOLVE_FUZZERS:%=$(FZ)/fuzz-%)
+	@for f in $(RESOLVE_FUZZERS); do \
+		corpus=$(FZ)/corpus-$$f log=$(FZ)/$$f.log; \
+		mkdir -p $$corpus; \
+		if $(FZ)/fuzz-$$f -max_total_time=$(RESOLVE_FUZZ_SECONDS) -max_len=1100000 \
+			-rss_limit_mb=2048 -print_final_stats=1 $$corpus fuzz/seeds/$$f >$$log 2>&1; then \
+			echo "resolve-fuzz $$f: $$(grep -E 'stat::number_of_executed_units' $$log)"; \
+		else \
+			tail -n 60 $$log; echo "resolve-fuzz $$f: FAILED (log: userspace/$$log)"; exit 1; \
+		fi; \
+	done
+.SECONDARY: $(FUZZ_OBJS) $(RESOLVE_FUZZERS:%=$(FZ)/fuzz/fuzz_%.o)

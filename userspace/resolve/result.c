@@ -78,6 +78,7 @@ void res_free(struct results *rs)
 		for (uint32_t p = 0; p < it->npaths; p++)
 			free(it->paths[p]);
 		free(it->paths);
+		free(it->ptab);
 		free(it);
 	}
 	free(rs->tab);
@@ -137,23 +138,71 @@ struct item *res_get(struct results *rs, uint64_t root, uint64_t ino)
 	return it;
 }
 
+static uint64_t str_hash(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ull;	/* FNV-1a */
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+	return hash64(h);
+}
+
+static void ptab_insert(struct item *it, uint32_t idx)
+{
+	size_t s = str_hash(it->paths[idx]) & (it->ptcap - 1);
+
+	while (it->ptab[s])
+		s = (s + 1) & (it->ptcap - 1);
+	it->ptab[s] = idx + 1;
+}
+
+/*
+ * Paths are deduplicated: a linear check while few, a hash index once an
+ * inode has many (a million hard links must not cost 10^12 compares).
+ */
 void item_add_path(struct item *it, const char *rel)
 {
 	size_t cap = it->pcap;
 
-	for (uint32_t p = 0; p < it->npaths; p++)
-		if (!strcmp(it->paths[p], rel))
-			return;
+	if (it->ptab) {
+		for (size_t s = str_hash(rel) & (it->ptcap - 1); it->ptab[s];
+		     s = (s + 1) & (it->ptcap - 1))
+			if (!strcmp(it->paths[it->ptab[s] - 1], rel))
+				return;
+	} else {
+		for (uint32_t p = 0; p < it->npaths; p++)
+			if (!strcmp(it->paths[p], rel))
+				return;
+	}
 	xgrow((void **)&it->paths, &cap, it->npaths + 1, sizeof(*it->paths));
 	it->pcap = (uint32_t)cap;
 	it->paths[it->npaths++] = xstrdup(rel);
+	if (it->npaths >= 16 && (size_t)it->npaths * 2 > it->ptcap) {
+		uint32_t ncap = it->ptcap ? it->ptcap * 2 : 64;
+
+		free(it->ptab);
+		it->ptab = xcalloc(ncap, sizeof(*it->ptab));
+		it->ptcap = ncap;
+		for (uint32_t p = 0; p < it->npaths; p++)
+			ptab_insert(it, p);
+	} else if (it->ptab) {
+		ptab_insert(it, it->npaths - 1);
+	}
 }
 
-void item_drop(struct item *it)
+void item_clear_paths(struct item *it)
 {
 	for (uint32_t p = 0; p < it->npaths; p++)
 		free(it->paths[p]);
 	it->npaths = 0;
+	free(it->ptab);
+	it->ptab = NULL;
+	it->ptcap = 0;
+}
+
+void item_drop(struct item *it)
+{
+	item_clear_paths(it);
 	it->reasons = 0;
 	rs_clear(&it->ranges);
 }

@@ -80,6 +80,9 @@ void stats_print(const struct resolver *r, FILE *f)
 		fprintf(f, "name cache: %s\n", s->cache);
 	if (s->note[0])
 		fprintf(f, "note: %s\n", s->note);
+	if (r->unattributed)
+		fprintf(f, "not attributable: %llu bytes (%s): full scan needed\n",
+			(unsigned long long)r->unattributed, r->unattr_why);
 	fputs("time:", f);
 	for (int p = 0; p < PH_NR; p++) {
 		fprintf(f, " %s %.3fs", phase_names[p], s->phase[p]);
@@ -99,7 +102,7 @@ void progress(struct resolver *r, const char *fmt, ...)
 	/* Only for long work (CHJ_RESOLVE_PROGRESS_AFTER seconds, default 1,
 	 * for tests), and not more than 5 times a second. */
 	if (r->progress_after < 0) {
-		const char *v = getenv("CHJ_RESOLVE_PROGRESS_AFTER");
+		const char *v = test_hook("CHJ_RESOLVE_PROGRESS_AFTER");
 		char *end = NULL;
 
 		r->progress_after = v && *v ? strtod(v, &end) : 1.0;

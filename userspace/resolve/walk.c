@@ -11,19 +11,27 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "resolve.h"
 
-static int open_dir(struct resolver *r, const char *rel)
+/* A directory's subdirectories, opened after its entries are all read. */
+struct frame {
+	int fd;
+	uint64_t ino;
+	size_t rel_len;		/* its path's length in the path buffer */
+	char **sub;
+	size_t nsub, subcap, next;
+};
+
+static int open_sub(int dirfd, const char *name)
 {
-	int fd = openat(r->mnt_fd, *rel ? rel : ".",
-			O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC | O_NOATIME);
+	int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC | O_NOATIME);
 
 	if (fd < 0 && errno == EPERM)
-		fd = openat(r->mnt_fd, *rel ? rel : ".",
-			    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	return fd;
 }
 
@@ -39,112 +47,208 @@ static void record(struct resolver *r, const struct walk_entry *e)
 		it->type = e->type;
 }
 
+/*
+ * Each level of the tree keeps its directory open while its subdirectories
+ * are walked, so a tree as deep as a user cares to make needs as many file
+ * descriptors: raise the soft limit to what is allowed (root may raise the
+ * hard one up to fs.nr_open).  A tree deeper than that is a full scan.
+ */
+static void raise_nofile(void)
+{
+	struct rlimit rl;
+	FILE *f = fopen("/proc/sys/fs/nr_open", "re");
+	unsigned long long nr = 0;
+
+	if (f) {
+		if (fscanf(f, "%llu", &nr) != 1)
+			nr = 0;
+		fclose(f);
+	}
+	if (getrlimit(RLIMIT_NOFILE, &rl))
+		return;
+	if (nr > rl.rlim_max) {
+		struct rlimit h = { (rlim_t)nr, (rlim_t)nr };
+
+		if (!setrlimit(RLIMIT_NOFILE, &h))
+			return;
+	}
+	if (rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
+/* Read directory f (its path in *rel, f->rel_len bytes): visit and record
+ * every entry, keep the subdirectories' names. */
+static int read_dir(struct resolver *r, struct frame *f, char **rel, size_t *rcap,
+		    int (*visit)(struct resolver *r, const struct walk_entry *e, void *ctx),
+		    void *ctx)
+{
+	size_t dl = f->rel_len;
+	struct walk_entry e;
+	struct dirent *d;
+	struct stat st;
+	int dfd = dup(f->fd), rc = RX_OK;
+	DIR *dp = dfd >= 0 ? fdopendir(dfd) : NULL;
+
+	if (!dp) {
+		if (dfd >= 0)
+			close(dfd);
+		return rx_fail(r, RX_ERROR, "%s/%s: %s", r->mnt, *rel, strerror(errno));
+	}
+	r->st.dirs_walked++;
+	while ((errno = 0, d = readdir(dp))) {
+		size_t nl = strlen(d->d_name);
+
+		if (d->d_name[0] == '.' && (!d->d_name[1] ||
+					    (d->d_name[1] == '.' && !d->d_name[2])))
+			continue;
+		xgrow((void **)rel, rcap, dl + nl + 2, 1);
+		if (dl) {
+			(*rel)[dl] = '/';
+			memcpy(*rel + dl + 1, d->d_name, nl + 1);
+		} else {
+			memcpy(*rel, d->d_name, nl + 1);
+		}
+		e.dirfd = f->fd;
+		e.dir_ino = f->ino;
+		e.name = d->d_name;
+		e.rel = *rel;
+		e.ino = d->d_ino;
+		e.type = ftype_from_dtype(d->d_type);
+		if (e.type == FT_UNKNOWN) {
+			if (fstatat(f->fd, d->d_name, &st, AT_SYMLINK_NOFOLLOW))
+				continue;
+			e.type = ftype_from_mode(st.st_mode);
+		}
+		r->st.entries_walked++;
+		if (visit && (rc = visit(r, &e, ctx)))
+			break;
+		record(r, &e);
+		if (e.type == FT_DIR) {
+			xgrow((void **)&f->sub, &f->subcap, f->nsub + 1, sizeof(*f->sub));
+			f->sub[f->nsub++] = xstrdup(d->d_name);
+		}
+		if (!(r->st.entries_walked & 255))
+			progress(r, "walking %s: %llu directories, %llu entries", r->mnt,
+				 (unsigned long long)r->st.dirs_walked,
+				 (unsigned long long)r->st.entries_walked);
+	}
+	(*rel)[dl] = 0;
+	if (!rc && errno)
+		rc = rx_fail(r, RX_ERROR, "%s/%s: %s", r->mnt, *rel, strerror(errno));
+	closedir(dp);
+	return rc;
+}
+
+static void frame_free(struct frame *f)
+{
+	for (size_t i = f->next; i < f->nsub; i++)
+		free(f->sub[i]);
+	free(f->sub);
+	if (f->fd >= 0)
+		close(f->fd);
+}
+
 int walk_tree(struct resolver *r,
 	      int (*visit)(struct resolver *r, const struct walk_entry *e, void *ctx),
 	      void *ctx)
 {
-	char **stack = NULL, *rel = NULL;
+	struct frame *st = NULL;
 	size_t n = 0, cap = 0, rcap = 0;
+	char *rel = NULL;
 	struct walk_entry e;
-	struct stat st;
+	struct stat sb;
 	int rc = RX_OK;
 
-	if (fstat(r->mnt_fd, &st))
+	if (fstat(r->mnt_fd, &sb))
 		return rx_fail(r, RX_ERROR, "%s: %s", r->mnt, strerror(errno));
 	e.dirfd = r->mnt_fd;
-	e.dir_ino = st.st_ino;
+	e.dir_ino = sb.st_ino;
 	e.name = ".";
 	e.rel = "";
-	e.ino = st.st_ino;
+	e.ino = sb.st_ino;
 	e.type = FT_DIR;
 	if (visit && (rc = visit(r, &e, ctx)))
 		return rc;
 	record(r, &e);
+	raise_nofile();
 
-	xgrow((void **)&stack, &cap, 1, sizeof(*stack));
-	stack[n++] = xstrdup("");
-	while (n) {
-		char *dir = stack[--n];
-		size_t dl = strlen(dir);
+	xgrow((void **)&rel, &rcap, 1, 1);
+	rel[0] = 0;
+	xgrow((void **)&st, &cap, 1, sizeof(*st));
+	memset(&st[0], 0, sizeof(st[0]));
+	st[0].fd = openat(r->mnt_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	st[0].ino = sb.st_ino;
+	if (st[0].fd < 0) {
+		free(st);
+		free(rel);
+		return rx_fail(r, RX_ERROR, "%s: %s", r->mnt, strerror(errno));
+	}
+	n = 1;
+	rc = read_dir(r, &st[0], &rel, &rcap, visit, ctx);
+	while (!rc && n) {
+		struct frame *top = &st[n - 1], *f;
 		struct statx sx;
-		struct dirent *d;
-		DIR *dp;
-		int fd = open_dir(r, dir);
+		char *name;
+		size_t nl;
+		int fd;
 
+		if (top->next == top->nsub) {
+			frame_free(top);
+			n--;
+			if (n)
+				rel[st[n - 1].rel_len] = 0;
+			continue;
+		}
+		name = top->sub[top->next++];
+		fd = open_sub(top->fd, name);
 		if (fd < 0) {
+			int e2 = errno;
+
 			/* Removed or replaced since its parent was read: a
 			 * change after the sync, not ours to report. */
-			if (errno == ENOENT || errno == ENOTDIR || errno == ELOOP) {
-				free(dir);
+			if (e2 == ENOENT || e2 == ENOTDIR || e2 == ELOOP) {
+				free(name);
 				continue;
 			}
-			rc = rx_fail(r, RX_ERROR, "%s/%s: %s", r->mnt, dir, strerror(errno));
-			free(dir);
+			if (e2 == EMFILE || e2 == ENFILE)
+				rc = rx_fail(r, RX_FULL_SCAN, "%s: a directory tree deeper than %zu levels, more than the open-file limit",
+					     r->mnt, n);
+			else
+				rc = rx_fail(r, RX_ERROR, "%s/%s%s%s: %s", r->mnt, rel, *rel ? "/" : "",
+					     name, strerror(e2));
+			free(name);
 			break;
 		}
 		if (statx(fd, "", AT_EMPTY_PATH, STATX_MNT_ID | STATX_INO, &sx) ||
 		    sx.stx_mnt_id != r->mnt_id) {
 			/* Another filesystem is mounted here. */
 			close(fd);
-			free(dir);
+			free(name);
 			continue;
 		}
-		dp = fdopendir(fd);
-		if (!dp) {
-			close(fd);
-			rc = rx_fail(r, RX_ERROR, "%s/%s: %s", r->mnt, dir, strerror(errno));
-			free(dir);
-			break;
+		nl = strlen(name);
+		xgrow((void **)&rel, &rcap, top->rel_len + nl + 2, 1);
+		if (top->rel_len) {
+			rel[top->rel_len] = '/';
+			memcpy(rel + top->rel_len + 1, name, nl + 1);
+		} else {
+			memcpy(rel, name, nl + 1);
 		}
-		r->st.dirs_walked++;
-		while ((errno = 0, d = readdir(dp))) {
-			size_t nl = strlen(d->d_name);
-
-			if (d->d_name[0] == '.' && (!d->d_name[1] ||
-						    (d->d_name[1] == '.' && !d->d_name[2])))
-				continue;
-			xgrow((void **)&rel, &rcap, dl + nl + 2, 1);
-			if (dl) {
-				memcpy(rel, dir, dl);
-				rel[dl] = '/';
-				memcpy(rel + dl + 1, d->d_name, nl + 1);
-			} else {
-				memcpy(rel, d->d_name, nl + 1);
-			}
-			e.dirfd = fd;
-			e.dir_ino = sx.stx_ino;
-			e.name = d->d_name;
-			e.rel = rel;
-			e.ino = d->d_ino;
-			e.type = ftype_from_dtype(d->d_type);
-			if (e.type == FT_UNKNOWN) {
-				if (fstatat(fd, d->d_name, &st, AT_SYMLINK_NOFOLLOW))
-					continue;
-				e.type = ftype_from_mode(st.st_mode);
-			}
-			r->st.entries_walked++;
-			if (visit && (rc = visit(r, &e, ctx)))
-				break;
-			record(r, &e);
-			if (e.type == FT_DIR) {
-				xgrow((void **)&stack, &cap, n + 1, sizeof(*stack));
-				stack[n++] = xstrdup(rel);
-			}
-			if (!(r->st.entries_walked & 255))
-				progress(r, "walking %s: %llu directories, %llu entries", r->mnt,
-					 (unsigned long long)r->st.dirs_walked,
-					 (unsigned long long)r->st.entries_walked);
-		}
-		if (!rc && errno)
-			rc = rx_fail(r, RX_ERROR, "%s/%s: %s", r->mnt, dir, strerror(errno));
-		closedir(dp);
-		free(dir);
-		if (rc)
-			break;
+		xgrow((void **)&st, &cap, n + 1, sizeof(*st));
+		top = &st[n - 1];
+		f = &st[n++];
+		memset(f, 0, sizeof(*f));
+		f->fd = fd;
+		f->ino = sx.stx_ino;
+		f->rel_len = (top->rel_len ? top->rel_len + 1 : 0) + nl;
+		free(name);
+		rc = read_dir(r, f, &rel, &rcap, visit, ctx);
 	}
 	while (n)
-		free(stack[--n]);
-	free(stack);
+		frame_free(&st[--n]);
+	free(st);
 	free(rel);
 	return rc;
 }

@@ -99,8 +99,14 @@ const char *xfs_parse_sb(const unsigned char *sb, struct xfs_geo *g)
 		uint64_t agbno = logstart & ((1ull << g->agblklog) - 1);
 		uint64_t lb = be32(sb + 96);
 
+		/* Sizes in bytes must not wrap: a crafted 2^48 blocks of
+		 * 64 KiB would read as a tiny filesystem. */
+		if (g->dblocks > UINT64_MAX / g->bs ||
+		    g->agblocks * g->agcount > UINT64_MAX / g->bs ||
+		    (g->agcount - 1) * g->agblocks >= g->dblocks)
+			return "size out of range";
 		if (agno >= g->agcount || agbno >= g->agblocks || !lb ||
-		    lb > g->agblocks - agbno)
+		    lb > g->agblocks - agbno || agno * g->agblocks + agbno + lb > g->dblocks)
 			return "log position out of range";
 		g->log_start = (agno * g->agblocks + agbno) * g->bs;
 		g->log_bytes = lb * g->bs;
@@ -465,7 +471,7 @@ static int entry_names(struct xctx *x)
 		if (!it || !it->reasons || !it->npaths || it->root)
 			continue;
 		if (it->type == FT_UNKNOWN &&
-		    !fstatat(r->mnt_fd, *it->paths[0] ? it->paths[0] : ".", &st, AT_SYMLINK_NOFOLLOW))
+		    !rel_lstat(r->mnt_fd, it->paths[0], &st))
 			it->type = ftype_from_mode(st.st_mode);
 		if (it->type != FT_DIR)
 			continue;
@@ -475,8 +481,7 @@ static int entry_names(struct xctx *x)
 		dirs[nd++] = xstrdup(it->paths[0]);
 	}
 	for (size_t i = 0; i < nd; i++) {
-		int fd = openat(r->mnt_fd, *dirs[i] ? dirs[i] : ".",
-				O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		int fd = rel_open(r->mnt_fd, dirs[i], O_RDONLY | O_DIRECTORY);
 		size_t dl = strlen(dirs[i]);
 		struct dirent *de;
 		struct stat st;
@@ -531,7 +536,46 @@ static int entry_names(struct xctx *x)
 	return RX_OK;
 }
 
-static int resolve(struct xctx *x)
+/* XFS_IOC_FSGEOMETRY_V1 (xfs_fs.h; not every system ships the header). */
+struct xfs_geom_v1 {
+	uint32_t blocksize, rtextsize, agblocks, agcount, logblocks, sectsize, inodesize, imaxpct;
+	uint64_t datablocks, rtblocks, rtextents, logstart;
+	unsigned char uuid[16];
+	uint32_t sunit, swidth;
+	int32_t version;
+	uint32_t flags, logsectsize, rtsectsize, dirblocksize;
+};
+#define XFS_GEOM_V1 _IOR('X', 100, struct xfs_geom_v1)
+
+/*
+ * The size of the mounted filesystem from the kernel: after xfs_growfs the
+ * on-disk primary superblock lags (the change sits in the log), and the new
+ * allocation groups would be "outside the filesystem".  Only growth is
+ * taken, and only with the same AG size, so the arithmetic stays that of
+ * the superblock checked.
+ */
+static int mounted_geometry(struct xctx *x)
+{
+	struct resolver *r = x->r;
+	struct xfs_geo *g = &x->g;
+	struct xfs_geom_v1 m;
+
+	memset(&m, 0, sizeof(m));
+	if (ioctl(r->mnt_fd, XFS_GEOM_V1, &m))
+		return rx_fail(r, RX_ERROR, "%s: XFS_IOC_FSGEOMETRY: %s", r->mnt, strerror(errno));
+	if (m.blocksize != g->bs || m.agblocks != g->agblocks || m.datablocks < g->dblocks ||
+	    m.agcount < g->agcount || m.datablocks > (uint64_t)m.agblocks * m.agcount ||
+	    (uint64_t)(m.agcount - 1) * m.agblocks >= m.datablocks ||
+	    (uint64_t)m.agblocks * m.agcount > UINT64_MAX / g->bs)
+		return rx_fail(r, RX_FULL_SCAN, "%s: the mounted XFS geometry does not match its superblock",
+			       r->dev_path);
+	g->dblocks = m.datablocks;
+	g->agcount = m.agcount;
+	g->fs_bytes = g->dblocks * g->bs;
+	return RX_OK;
+}
+
+static int xfs_resolve_fs(struct xctx *x)
 {
 	struct resolver *r = x->r;
 	struct xfs_geo *g = &x->g;
@@ -546,6 +590,9 @@ static int resolve(struct xctx *x)
 	why = xfs_parse_sb(sb, g);
 	if (why)
 		return rx_fail(r, RX_FULL_SCAN, "%s: XFS %s", r->dev_path, why);
+	rc = mounted_geometry(x);
+	if (rc)
+		return rc;
 	if (g->fs_bytes > r->dev_bytes)
 		return rx_fail(r, RX_FULL_SCAN, "%s: the XFS filesystem is larger than the device",
 			       r->dev_path);
@@ -561,18 +608,22 @@ static int resolve(struct xctx *x)
 			r->st.attr[AT_OUTSIDE] += c.len - (g->fs_bytes - c.start);
 	}
 	rs_normalize(&x->chg);
+	rx_check_outside(r, g->fs_bytes, "XFS");
 
 	/* No log block written since the epoch: no metadata changed. */
 	x->log_complete = 1;
 	if (rs_overlaps(&x->chg, g->log_start, g->log_bytes)) {
-		struct xlog_out lo = { x, log_inode, log_range, 0, 0, 0, 0, 0, NULL, 0, 0 };
+		struct xlog_out lo = { x, log_inode, log_range, 0, 0, 0, 0, 0, NULL, 0, 0,
+				       { NULL, 0, 0, 0 } };
 
 		rc = xlog_scan(r, g, &x->chg, &lo);
+		u64set_free(&lo.entry_seen);
 		x->entry_inos = lo.entry_inos;
 		x->nentry_inos = lo.nentry_inos;
 		if (rc)
 			return rc;
-		qsort(x->entry_inos, x->nentry_inos, sizeof(*x->entry_inos), cmp_u64);
+		if (x->nentry_inos)
+			qsort(x->entry_inos, x->nentry_inos, sizeof(*x->entry_inos), cmp_u64);
 		x->log_complete = lo.complete;
 		rs_normalize(&x->logbufs);
 		r->st.journal_trans = lo.transactions;
@@ -660,7 +711,7 @@ int xfs_resolve(struct resolver *r)
 	x.r = r;
 	rs_init(&x.chg);
 	rs_init(&x.logbufs);
-	rc = resolve(&x);
+	rc = xfs_resolve_fs(&x);
 	rs_free(&x.chg);
 	rs_free(&x.logbufs);
 	free(x.seen);

@@ -39,11 +39,13 @@ struct xlog_out {
 	int complete;
 	/*
 	 * Every inode number that may have been written into a directory
-	 * entry by a transaction reported (unsorted, repeats; the caller
+	 * entry by a transaction reported (unsorted, no repeats; the caller
 	 * frees it).
 	 */
 	uint64_t *entry_inos;
 	size_t nentry_inos, entry_cap;
+	struct u64set entry_seen;	/* entry_inos, once each (the caller
+					   frees it) */
 };
 
 /* Transactions in changed log blocks: their inodes and buffer ranges. */

@@ -126,6 +126,7 @@ struct xtrans {
 	size_t slen, scap;
 	uint64_t *vals;
 	size_t nvals, vcap;
+	struct u64set vseen;	/* vals, deduplicated */
 	struct xtrans *next;
 };
 
@@ -162,6 +163,7 @@ static void free_trans(struct xlog *l, struct xtrans *t)
 	free(t->inos);
 	free(t->sbuf);
 	free(t->vals);
+	u64set_free(&t->vseen);
 	rs_free(&t->bufs);
 	free(t);
 }
@@ -266,7 +268,8 @@ enum { SCAN_NONE, SCAN_DIRDATA, SCAN_SHORTFORM };
 
 static void push_val(struct xtrans *t, uint64_t v)
 {
-	if (!v)
+	/* Short-form scanning tries two values per byte: keep each once. */
+	if (!v || !u64set_add(&t->vseen, v))
 		return;
 	xgrow((void **)&t->vals, &t->vcap, t->nvals + 1, sizeof(*t->vals));
 	t->vals[t->nvals++] = v;
@@ -284,7 +287,7 @@ static void scan_region(struct xtrans *t)
 {
 	const unsigned char *b = t->sbuf;
 
-	if (t->scanning && getenv("CHJ_RESOLVE_DEBUG"))
+	if (t->scanning && test_hook("CHJ_RESOLVE_DEBUG"))
 		fprintf(stderr, "xfslog: tid %08x: item type %#x blft %u fields %#x region %u: %zu bytes scanned (magic %08x owner %llu)\n",
 			t->tid, t->cur_type, t->cur_blft, t->cur_fields, t->item_cnt, t->slen,
 			t->slen >= 48 ? be32(b) : 0, t->slen >= 48 ? (unsigned long long)be64(b + 40) : 0ull);
@@ -397,7 +400,7 @@ static void region_append(struct xtrans *t, const unsigned char *d, size_t len)
 
 static void emit(struct xlog *l, struct xtrans *t)
 {
-	if (getenv("CHJ_RESOLVE_DEBUG"))
+	if (test_hook("CHJ_RESOLVE_DEBUG"))
 		fprintf(stderr, "xfslog: tid %08x touched %d: %zu inodes (first %llu), %zu buffer ranges, %zu entry inode numbers\n",
 			t->tid, t->touched, t->ninos,
 			t->ninos ? (unsigned long long)t->inos[0].ino : 0ull, t->bufs.n, t->nvals);
@@ -412,10 +415,15 @@ static void emit(struct xlog *l, struct xtrans *t)
 	if (t->nvals) {
 		struct xlog_out *o = l->out;
 
-		xgrow((void **)&o->entry_inos, &o->entry_cap, o->nentry_inos + t->nvals,
-		      sizeof(*o->entry_inos));
-		memcpy(o->entry_inos + o->nentry_inos, t->vals, t->nvals * sizeof(*t->vals));
-		o->nentry_inos += t->nvals;
+		/* Each number once over the whole log (memory bounded by the
+		 * distinct numbers, not by the bytes scanned). */
+		for (size_t i = 0; i < t->nvals; i++) {
+			if (!u64set_add(&o->entry_seen, t->vals[i]))
+				continue;
+			xgrow((void **)&o->entry_inos, &o->entry_cap, o->nentry_inos + 1,
+			      sizeof(*o->entry_inos));
+			o->entry_inos[o->nentry_inos++] = t->vals[i];
+		}
 	}
 }
 
@@ -698,7 +706,8 @@ int xlog_scan(struct resolver *r, const struct xfs_geo *g, const struct rangeset
 			b += n;
 		}
 	}
-	qsort(cv, nc, sizeof(*cv), cmp_cand);
+	if (nc)
+		qsort(cv, nc, sizeof(*cv), cmp_cand);
 	for (size_t i = 0; i < nc && !found; i++) {
 		if (!read_record(&l, cv[i].b, &head)) {
 			found = 1;
@@ -780,6 +789,16 @@ int xlog_scan(struct resolver *r, const struct xfs_geo *g, const struct rangeset
 		rc = rx_fail(r, RX_FULL_SCAN, "XFS log: the head was not reached from the tail");
 		goto out;
 	}
+	/*
+	 * A live log: every record read was CRC-checked and in sequence, so
+	 * one overwritten while read already ended the run in exit 3.  The
+	 * head read again must be the same record: if the log went a whole
+	 * lap meanwhile, what was read may be a mix of laps.
+	 */
+	if (read_record(&l, headb, &rh) || rh.lsn != head.lsn) {
+		rc = rx_fail(r, RX_FULL_SCAN, "XFS log: the head moved a whole lap during the scan");
+		goto out;
+	}
 	/* Transactions not committed yet count as well, when touched. */
 	for (struct xtrans *t = l.trans; t; t = t->next) {
 		rc = finish_region(&l, t);
@@ -788,7 +807,7 @@ int xlog_scan(struct resolver *r, const struct xfs_geo *g, const struct rangeset
 		emit(&l, t);
 	}
 	out->complete = have_p0 && !l.incomplete;
-	if (getenv("CHJ_RESOLVE_DEBUG"))
+	if (test_hook("CHJ_RESOLVE_DEBUG"))
 		fprintf(stderr, "xfslog: log %llu BBs, arc start %lld, p0 %llu (lsn %llx), parse start %llu, tail %llx, head %llu (lsn %llx), %llu records, complete %d\n",
 			(unsigned long long)l.bbs, (long long)arc, (unsigned long long)p0b,
 			(unsigned long long)p0_lsn, (unsigned long long)startb,

@@ -151,6 +151,63 @@ START_TEST(clean_unknown_and_tag_sizes)
 }
 END_TEST
 
+/*
+ * A live journal: as the walk reaches block 8, the kernel checkpoints
+ * transaction 10 (the superblock now starts at 8, sequence 11) and block 8
+ * reads as a block of another sequence (being rewritten).  The first walk
+ * stops there; without the re-read superblock, transaction 11 was lost.
+ */
+static int moved, sb_reads, always_moving;
+
+static int rd_live(void *ctx, uint64_t b, void *buf)
+{
+	if (b == 0 && always_moving) {
+		/* A journal that moves during every walk. */
+		rd(ctx, b, buf);
+		p32((unsigned char *)buf + 24, 10 + (uint32_t)sb_reads++);
+		return 0;
+	}
+	if (b == 8 && !moved) {
+		moved = 1;
+		rd(ctx, b, buf);
+		p32((unsigned char *)buf + 8, 50);	/* being overwritten */
+		p32(j[0] + 24, 11);
+		p32(j[0] + 28, 8);
+		return 0;
+	}
+	return rd(ctx, b, buf);
+}
+
+START_TEST(walks_again_when_the_journal_moved)
+{
+	const uint64_t a[] = { 1000 }, c[] = { 2000 };
+	const struct jbd2_src live = { NULL, BS, NBLK, rd_live, ch, home };
+	struct jbd2_info in;
+	unsigned b;
+	int found = 0;
+
+	superblock(5, 10, JBD2_IN_64BIT | JBD2_IN_CSUM_V3);
+	b = trans(5, 10, a, 1, 1);		/* 5..7 */
+	b = trans(8, 11, c, 1, 1);		/* 8..10 */
+	(void)b;
+	changed[9] = 1;				/* a data block of 11 */
+	moved = sb_reads = always_moving = 0;
+	ck_assert_int_eq(jbd2_scan(&live, &in), 0);
+	ck_assert_uint_eq(in.retries, 1);
+	for (int i = 0; i < nhomes; i++)
+		found |= homes[i] == 2000;
+	ck_assert_int_eq(found, 1);
+
+	superblock(5, 10, JBD2_IN_64BIT | JBD2_IN_CSUM_V3);
+	trans(5, 10, a, 1, 1);
+	always_moving = 1;
+	sb_reads = 0;
+	ck_assert_int_eq(jbd2_scan(&live, &in), -1);
+	ck_assert_ptr_nonnull(strstr(in.why, "moved"));
+	always_moving = 0;
+}
+END_TEST
+
 Suite *suite_jbd2(void)
 {
 	Suite *s = suite_create("jbd2");
@@ -159,6 +216,7 @@ Suite *suite_jbd2(void)
 	tcase_add_test(t, counts_only_touched_transactions);
 	tcase_add_test(t, wraps_and_counts_an_uncommitted_tail);
 	tcase_add_test(t, clean_unknown_and_tag_sizes);
+	tcase_add_test(t, walks_again_when_the_journal_moved);
 	suite_add_tcase(s, t);
 	return s;
 }

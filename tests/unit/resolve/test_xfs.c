@@ -50,6 +50,28 @@ START_TEST(parses_geometry)
 }
 END_TEST
 
+/*
+ * 2^48 + 1 blocks of 64 KiB: dblocks * blocksize wraps to 64 KiB, and
+ * every change past it was "outside the filesystem".
+ */
+START_TEST(refuses_a_size_that_wraps)
+{
+	struct xfs_geo g;
+
+	make_sb();
+	put32(4, 65536);
+	sb[120] = 16;
+	put16(106, 128);
+	sb[123] = 7;
+	put64(8, (1ull << 48) + 1);
+	put32(84, 0x7fffffff);
+	sb[124] = 31;
+	put32(88, (1u << 17) + 1);
+	put64(48, 10);			/* log at AG 0 block 10 */
+	ck_assert_ptr_nonnull(xfs_parse_sb(sb, &g));
+}
+END_TEST
+
 START_TEST(refuses_other_devices_and_nonsense)
 {
 	struct xfs_geo g;
@@ -102,6 +124,7 @@ Suite *suite_xfs(void)
 
 	tcase_add_test(t, parses_geometry);
 	tcase_add_test(t, refuses_other_devices_and_nonsense);
+	tcase_add_test(t, refuses_a_size_that_wraps);
 	tcase_add_test(t, inode_numbers_and_bytes);
 	suite_add_tcase(s, t);
 	return s;

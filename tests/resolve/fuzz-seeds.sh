@@ -1,0 +1,89 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR MIT
+# Seed inputs for chj-resolve's fuzz harnesses (userspace/fuzz/fuzz_*.c),
+# taken from real filesystems: an ext4 image with extent-mapped, deep and
+# block-mapped files (ext4map), its journal after some transactions (jbd2),
+# an XFS superblock (xfs_sb) and the start of a live XFS log (xfslog), and
+# a name-cache body (names).  Needs root and loop devices (the XFS log is
+# taken from a mounted filesystem).  Writes userspace/fuzz/seeds/NAME/.
+#
+#   tests/resolve/fuzz-seeds.sh
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+seeds=$here/../../userspace/fuzz/seeds
+work=$(mktemp -d "${TMPDIR:-/tmp}/chj-fuzz-seeds.XXXXXX")
+loop=
+cleanup() {
+	set +e
+	mountpoint -q "$work/mnt" && umount "$work/mnt"
+	[ -n "$loop" ] && losetup -d "$loop"
+	rm -rf "$work"
+}
+trap cleanup EXIT
+mkdir -p "$seeds"/{ext4map,jbd2,xfs_sb,xfslog,names} "$work/mnt"
+
+# ext4: 1 KiB blocks, small; files written with debugfs (no mount).
+seq 1 20000 >"$work/data"
+for feat in "" ",^extent,^64bit"; do
+	img=$work/e.img
+	rm -f "$img"
+	mkfs.ext4 -q -F -b 1024 -N 32 -O "^has_journal$feat" "$img" 400k
+	for i in 1 2 3; do
+		debugfs -w -R "write $work/data f$i" "$img" >/dev/null 2>&1
+	done
+	cp "$img" "$seeds/ext4map/img${feat:+-noextent}"
+done
+# The journal (1 KiB blocks) with transactions in it: a mounted ext4.
+img=$work/j.img
+truncate -s 8M "$img"
+mkfs.ext4 -q -F -b 1024 -J size=1 "$img"
+loop=$(losetup -f --show "$img")
+mount "$loop" "$work/mnt"
+for i in $(seq 1 20); do echo "$i" >"$work/mnt/f$i"; done
+sync
+fsfreeze -f "$work/mnt"
+debugfs -R "dump <8> $work/journal" "$loop" >/dev/null 2>&1
+fsfreeze -u "$work/mnt"
+umount "$work/mnt"
+losetup -d "$loop"
+loop=
+{ printf '\0'; head -c 65536 "$work/journal"; } >"$seeds/jbd2/live"
+{ printf '\1'; head -c 65536 "$work/journal"; } >"$seeds/jbd2/moving"
+
+# XFS: the superblock, and the log of a mounted filesystem after changes.
+img=$work/x.img
+truncate -s 320M "$img"
+mkfs.xfs -q -f -m rmapbt=1 "$img"
+{ head -c 512 "$img"; printf '\0\0\0\0\0\0\0\x80'; } >"$seeds/xfs_sb/v5"
+loop=$(losetup -f --show "$img")
+mount "$loop" "$work/mnt"
+mkdir "$work/mnt/d"
+for i in $(seq 1 50); do echo "$i" >"$work/mnt/d/f$i"; done
+mv "$work/mnt/d/f1" "$work/mnt/d/g1"
+sync
+fsfreeze -f "$work/mnt"
+bs=$(xfs_db -r -c 'sb 0' -c 'p blocksize' "$loop" | awk '{print $3}')
+agblocks=$(xfs_db -r -c 'sb 0' -c 'p agblocks' "$loop" | awk '{print $3}')
+agblklog=$(xfs_db -r -c 'sb 0' -c 'p agblklog' "$loop" | awk '{print $3}')
+logstart=$(xfs_db -r -c 'sb 0' -c 'p logstart' "$loop" | awk '{print $3}')
+agno=$((logstart >> agblklog)) agbno=$((logstart & ((1 << agblklog) - 1)))
+off=$(((agno * agblocks + agbno) * bs))
+{ printf '\1'; dd if="$loop" bs=4096 skip=$((off / 4096)) count=16 status=none; } \
+	>"$seeds/xfslog/live"
+fsfreeze -u "$work/mnt"
+umount "$work/mnt"
+losetup -d "$loop"
+loop=
+
+# A name-cache body: directory 128 holding "a" (129, a directory) and
+# "file" (130); directory 129 empty.
+python3 - "$seeds/names/small" <<'EOF'
+import struct, sys
+def d(ino, ents):
+    b = struct.pack('<QQ', ino, len(ents))
+    for eino, t, name in ents:
+        b += struct.pack('<QBH', eino, t, len(name)) + name
+    return b
+open(sys.argv[1], 'wb').write(d(128, [(129, 4, b'a'), (130, 8, b'file')]) + d(129, []))
+EOF
+ls -l "$seeds"/*

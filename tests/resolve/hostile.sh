@@ -1,0 +1,254 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR MIT
+# chj-resolve on a filesystem shaped by a hostile user, on loop devices (no
+# dm-chj: the change map is given through chj-resolve-test's
+# CHJ_RESOLVE_CHANGES).  Each check fails on the resolver before issue 14:
+#   deep     a changed file under a 4.5 KiB path (18 levels of 250-byte
+#            names) and one 5000 levels deep: listed, whole (it exited 1
+#            on ext4 and XFS, and left the file out on btrfs), by the walk
+#            and by the name cache;
+#   links    100000 hard links (ext4, btrfs: 64000) to one changed file: every path, in bounded
+#            time (the duplicate check was quadratic);
+#   cache    a FIFO, a symlink and a world-writable directory planted as
+#            the name cache: a warning, no hang, the same answer;
+#   unowned  (ext4) a changed block allocated to no inode: exit 3 (it was
+#            counted "unattributed" with exit 0);
+#   outside  (ext4, XFS) a change past the end of a filesystem smaller than
+#            its device: exit 3 (it was "outside the filesystem", exit 0);
+#   growfs   (XFS) xfs_growfs, then a file in the new allocation groups:
+#            listed (the on-disk superblock lagged: its blocks were
+#            "outside").
+#
+#   tests/resolve/hostile.sh ext4|xfs|xfs-normap|btrfs
+# Needs root and loop devices; work files in $TMPDIR.  KEEP=1 keeps them.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+RESOLVE=${RESOLVE:-$root/userspace/chj-resolve-test}
+fs=${1:?usage: $0 ext4|xfs|xfs-normap|btrfs}
+work=$(mktemp -d "${TMPDIR:-/tmp}/chj-resolve-hostile.XXXXXX")
+mnt=$work/mnt
+img=$work/dev.img
+loop=
+cleanup() {
+	set +e
+	mountpoint -q "$mnt" && umount "$mnt"
+	[ -n "$loop" ] && losetup -d "$loop"
+	[ -n "${KEEP:-}" ] || rm -rf "$work"
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $fs: $*"; exit 1; }
+mkdir -p "$mnt"
+export CHJ_RESOLVE_CACHE_DIR=$work/cache
+mkdir -m 700 "$CHJ_RESOLVE_CACHE_DIR"
+
+# mkfs_mount [FS_MB]: a fresh filesystem of FS_MB (default: the device).
+mkfs_mount() {
+	local size=${1:-}
+	mountpoint -q "$mnt" && umount "$mnt"
+	[ -n "$loop" ] && losetup -d "$loop"
+	rm -f "$img"
+	truncate -s 640M "$img"
+	loop=$(losetup -f --show "$img")
+	case $fs in
+	ext4) mkfs.ext4 -q -F "$loop" ${size:+${size}M} ;;
+	xfs) mkfs.xfs -q -f -m rmapbt=1 ${size:+-d size=${size}m} "$loop" ;;
+	xfs-normap) mkfs.xfs -q -f -m rmapbt=0 ${size:+-d size=${size}m} "$loop" ;;
+	btrfs) mkfs.btrfs -q -f "$loop" ;;
+	esac
+	mount "$loop" "$mnt"
+	rm -f "$CHJ_RESOLVE_CACHE_DIR"/*
+}
+
+# changes START_MB LEN_MB: a change map (sectors) of that part of the device.
+changes() { echo "$(($1 * 2048)) $(($2 * 2048))" >"$work/changes"; }
+
+# resolve [ENV...]: chj-resolve-test -0 into $work/out; exit status in $rc.
+resolve() {
+	rc=0
+	sync
+	env "$@" CHJ_RESOLVE_CHANGES="$work/changes" timeout 300 "$RESOLVE" --stats -0 "$loop" \
+		>"$work/out" 2>"$work/err" || rc=$?
+}
+
+# listed REL...: each path is in the output, whole.
+listed() {
+	python3 - "$work/out" "$mnt" "$@" <<'EOF' || fail "$(tail -n 3 "$work/err")"
+import sys
+out = set(open(sys.argv[1], 'rb').read().split(b'\0'))
+for rel in sys.argv[3:]:
+    p = (sys.argv[2] + '/' + rel).encode()
+    if p not in out:
+        sys.exit('missing: %s (%d bytes)' % (rel[:60] + '...', len(p)))
+EOF
+}
+
+echo "--- $fs: deep, links"
+mkfs_mount
+long=$(python3 - "$mnt" <<'EOF'
+import os, sys
+# 18 levels of 250-byte names: a 4.5 KiB path, made one level at a time.
+names = [('%02d' % i) + 'L' * 248 for i in range(18)]
+fd = os.open(sys.argv[1], os.O_DIRECTORY)
+for n in names:
+    os.mkdir(n, dir_fd=fd)
+    nfd = os.open(n, os.O_DIRECTORY, dir_fd=fd)
+    os.close(fd)
+    fd = nfd
+with open(os.open('f', os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd), 'w') as f:
+    f.write('x')
+os.close(fd)
+p = '/'.join(names)
+# 5000 levels, opened one at a time (no path is short enough).
+fd = os.open(sys.argv[1], os.O_DIRECTORY)
+os.mkdir('deep', dir_fd=fd)
+for i in range(5000):
+    n = os.open('deep' if i == 0 else 'd', os.O_DIRECTORY, dir_fd=fd)
+    os.close(fd)
+    fd = n
+    os.mkdir('d', dir_fd=fd)
+n = os.open('d', os.O_DIRECTORY, dir_fd=fd)
+with open(os.open('g', os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=n), 'w') as f:
+    f.write('y')
+print(p + '/f')
+EOF
+)
+deep=deep$(printf '/d%.0s' $(seq 5000))/g
+mkdir "$mnt/links"
+echo z >"$mnt/links/target"
+# ext4 allows 65000 links to an inode, btrfs 65535.
+nlinks=100000
+[ "$fs" = ext4 ] || [ "$fs" = btrfs ] && nlinks=64000
+python3 -c '
+import os, sys
+d = sys.argv[1]
+for i in range(int(sys.argv[2])):
+    os.link(d + "/target", d + "/l%d" % i)' "$mnt/links" $nlinks
+sync
+# Every byte changed: everything must be listed.
+changes 0 640
+start=$SECONDS
+resolve CHJ_RESOLVE_CACHE=off
+[ $rc = 0 ] || fail "walk: exit $rc: $(tail -n 3 "$work/err")"
+listed "$long" "$deep" links/target links/l0 "links/l$((nlinks - 1))"
+nl=$(tr -cd '\0' <"$work/out" | wc -c)
+[ "$nl" -gt "$nlinks" ] || fail "only $nl paths"
+echo "walk: $nl paths in $((SECONDS - start))s"
+[ $((SECONDS - start)) -lt 120 ] || fail "walk took $((SECONDS - start))s"
+# The name cache: built by a walk, then used for a change of the three.
+image() {
+	sync
+	fsfreeze -f "$mnt"
+	cp --sparse=always "$img" "$work/$1.img"
+	fsfreeze -u "$mnt"
+}
+image a
+: >"$work/changes"
+resolve
+[ $rc = 0 ] || fail "cache build: exit $rc"
+python3 - "$mnt" "$long" <<'EOF'
+import os, sys
+def append(rel):
+    fd = os.open(sys.argv[1], os.O_DIRECTORY)
+    parts = rel.split('/')
+    for n in parts[:-1]:
+        nfd = os.open(n, os.O_DIRECTORY, dir_fd=fd)
+        os.close(fd)
+        fd = nfd
+    with open(os.open(parts[-1], os.O_WRONLY | os.O_APPEND, dir_fd=fd), 'a') as f:
+        f.write('more')
+    os.close(fd)
+append(sys.argv[2])
+append('deep' + '/d' * 5000 + '/g')
+append('links/target')
+EOF
+image b
+unit=4096
+[ "$fs" = btrfs ] && unit=16384
+python3 "$here/fstruth.py" diffimg "$work/a.img" "$work/b.img" $unit >"$work/changes"
+rm -f "$work/a.img" "$work/b.img"
+resolve
+[ $rc = 0 ] || fail "cache: exit $rc: $(tail -n 3 "$work/err")"
+# The name cache serves ext4 and XFS with rmapbt (XFS without it walks,
+# FIEMAP of every file; btrfs names inodes by their INODE_REF items).
+uses_cache=0
+[ "$fs" = ext4 ] || [ "$fs" = xfs ] && uses_cache=1
+[ $uses_cache = 0 ] || grep -q 'name cache: used' "$work/err" ||
+	fail "the cache was not used: $(grep 'name cache' "$work/err")"
+listed "$long" "$deep" links/target "links/l$((nlinks - 1))"
+echo "cache: $(grep 'name cache' "$work/err")"
+mv "$work/out" "$work/out-cache"
+resolve CHJ_RESOLVE_CACHE=off
+[ $rc = 0 ] || fail "walk: exit $rc"
+cmp "$work/out" "$work/out-cache" || fail "the name cache and the walk disagree"
+
+if [ $uses_cache = 1 ]; then
+	echo "--- $fs: cache planted"
+	cf=$(ls "$CHJ_RESOLVE_CACHE_DIR"/*.names)
+	rm "$cf"
+	mkfifo -m 600 "$cf"
+	resolve
+	[ $rc = 0 ] || fail "FIFO as cache: exit $rc"
+	grep -q 'warning: name cache' "$work/err" || fail "no warning for a FIFO"
+	listed "$long" links/target
+	rm "$cf"
+	echo secret >"$work/secret"
+	chmod 600 "$work/secret"
+	ln -s "$work/secret" "$cf"
+	resolve
+	[ $rc = 0 ] || fail "symlink as cache: exit $rc"
+	grep -q 'warning: name cache' "$work/err" || fail "no warning for a symlink"
+	[ "$(cat "$work/secret")" = secret ] || fail "written through the symlink"
+	rm "$cf"
+	chmod 1777 "$CHJ_RESOLVE_CACHE_DIR"
+	resolve
+	[ $rc = 0 ] || fail "world-writable cache directory: exit $rc"
+	grep -q 'warning: name cache directory' "$work/err" || fail "no warning for a world-writable directory"
+	[ -z "$(ls "$CHJ_RESOLVE_CACHE_DIR")" ] || fail "a cache was written to a world-writable directory"
+	chmod 700 "$CHJ_RESOLVE_CACHE_DIR"
+fi
+
+case $fs in
+ext4)
+	echo "--- $fs: unowned block"
+	mkfs_mount
+	umount "$mnt"
+	# A free block of group 0 (initialised) marked in use, owned by
+	# no inode.
+	blk=$(debugfs -R "ffb 1 20000" "$loop" 2>/dev/null | awk '{print $NF}')
+	debugfs -w -R "setb $blk" "$loop" >/dev/null 2>&1
+	debugfs -R "testb $blk" "$loop" 2>&1 | grep -q 'marked in use' ||
+		fail "block $blk not marked"
+	mount "$loop" "$mnt"
+	echo "$((blk * 8)) 8" >"$work/changes"
+	resolve CHJ_RESOLVE_CACHE=off
+	[ $rc = 3 ] || fail "a changed block without owner: exit $rc"
+	grep -q 'full scan needed: .*no owner' "$work/err" || fail "$(cat "$work/err")"
+	;;
+esac
+
+case $fs in
+ext4|xfs|xfs-normap)
+	echo "--- $fs: outside"
+	mkfs_mount 320
+	changes 600 1
+	resolve CHJ_RESOLVE_CACHE=off
+	[ $rc = 3 ] || fail "a change past the filesystem's end: exit $rc"
+	grep -q 'full scan needed: .*past the end' "$work/err" || fail "$(cat "$work/err")"
+	;;
+esac
+
+case $fs in
+xfs|xfs-normap)
+	echo "--- $fs: growfs"
+	xfs_growfs "$mnt" >/dev/null
+	# More than the old 320 MiB can hold: it spills into the new AGs.
+	fallocate -l 400M "$mnt/big"
+	sync
+	changes 320 320
+	resolve CHJ_RESOLVE_CACHE=off
+	[ $rc = 0 ] || fail "after growfs: exit $rc: $(tail -n 3 "$work/err")"
+	listed big
+	;;
+esac
+echo "PASS hostile $fs"
