@@ -172,7 +172,7 @@ static int build(const struct opts *o, const struct chj_changes *ch, unsigned gr
 {
 	const struct chj_changes_info *in = chj_changes_info(ch);
 	const char *base = o->tmpdir ? o->tmpdir : getenv("TMPDIR");
-	char data[PATH_MAX];
+	char data[PATH_MAX], absbase[PATH_MAX];
 	struct chj_qcow2_opts q = {
 		.size = in->sb.origin_sectors << CHJ_SECTOR_SHIFT,
 		.data_file = data, .bitmap = o->bitmap, .gran_bits = gran_bits,
@@ -185,6 +185,10 @@ static int build(const struct opts *o, const struct chj_changes *ch, unsigned gr
 		return fail(o->snapshot, strerror(errno));
 	if (!base || !*base)
 		base = "/tmp";
+	/* absolute: qemu-nbd must find the wrapper whatever its cwd */
+	if (!realpath(base, absbase))
+		return fail(base, strerror(errno));
+	base = absbase;
 	if ((size_t)snprintf(t->dir, sizeof(t->dir), "%s/chj-export.XXXXXX", base) >= sizeof(t->dir))
 		return t->dir[0] = 0, fail(base, "path too long");
 	if (!mkdtemp(t->dir)) {
