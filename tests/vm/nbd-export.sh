@@ -156,7 +156,7 @@ case $CHJ_BOOT in
 		[ -z "$(ls -A $TMPD)" ] || fail "chj export $*: left $(ls $TMPD) behind"
 		! pgrep -x qemu-nbd >/dev/null || fail "chj export $*: a qemu-nbd is running"
 	}
-	S=(--snapshot /dev/mapper/snap --tmpdir $TMPD)
+	S=(--snapshot /dev/mapper/snap --tmpdir "$TMPD")
 	bad 1 "newer than the current epoch" data --since 999 "${S[@]}" --socket $SOCK
 	bad 3 "full backup" data --since 0 "${S[@]}" --socket $SOCK
 	bad 1 "not a chj device" lv --since 1 "${S[@]}" --socket $SOCK
