@@ -5,7 +5,7 @@
 # backup, run across checkpoints with a dm-snapshot of the origin each time,
 # gives an image whose checksum is the snapshot's and reads exactly the dirty
 # bytes; bad input fails cleanly and leaves nothing behind.
-# vm-disks: 16M 64M 64M
+# vm-disks: 16M 32M 32M 64M
 # vm-timeout: 240
 # shellcheck source=tests/vm/lib.sh disable=SC1091
 . "$CHJ_ROOT/tests/vm/lib.sh"
@@ -13,10 +13,15 @@
 . "$CHJ_ROOT/tests/vm/_chj.sh"
 CHJ=$CHJ_ROOT/userspace/chj
 BACKUP="/usr/bin/python3 $CHJ_ROOT/examples/nbd-image-backup.py"
-IMG=$CHJ_OUT/backup.img
+IMG=/bk/backup.img
 SOCK=/tmp/nbd.sock TMPD=/tmp/exp
-mkdir -p $TMPD
+mkdir -p $TMPD /bk
 N=$(sectors /dev/vdb)
+step() { log "[${SECONDS}s] $*"; }
+
+# The backup images live on their own disk (/dev/vdd), across the reset.
+[ "$CHJ_BOOT" != 1 ] || mkfs.ext4 -q /dev/vdd
+mount /dev/vdd /bk
 
 # The origin is an LV-like snapshot-origin over /dev/vdb, chj on top, so
 # dm-snapshot can freeze what the tracked device holds.
@@ -57,7 +62,7 @@ map_check() {
 	nbdinfo --map=qemu:dirty-bitmap:chj "$URI" | awk '$3 == 1 { print $1, $2 }' | merge >/tmp/got
 	diff /tmp/want /tmp/got || fail "dirty bitmap since epoch $1 differs from chj changes"
 	[ -s /tmp/want ] || fail "nothing changed since epoch $1: the comparison proves nothing"
-	log "bitmap since $1: $(wc -l </tmp/want) extents, as chj changes"
+	step "bitmap since $1: $(wc -l </tmp/want) extents, as chj changes"
 }
 
 # backup MODE SINCE: checkpoint, snapshot, export since SINCE, run the
@@ -72,7 +77,7 @@ backup() {
 	export_start "$since"
 	map_check "$since"
 	out=$($BACKUP ${mode:+--full} "$URI" "$IMG")
-	log "backup: $out"
+	step "backup: $out"
 	export_stop
 	want=$(sha256sum </dev/mapper/snap | cut -d' ' -f1)
 	sum=$(awk '{ print $NF }' <<<"$out")
@@ -89,49 +94,49 @@ backup() {
 
 case $CHJ_BOOT in
 1)
-	log "raw writes, a full backup"
+	step "raw writes, a full backup"
 	wr /dev/mapper/data 0 1024
-	wr /dev/mapper/data 40000 256
+	wr /dev/mapper/data 20000 256
 	backup full 1
 	e1=$(cat "$CHJ_OUT/epoch")
 
-	log "raw writes, sub-region and unaligned: incremental backup 1"
+	step "raw writes, sub-region and unaligned: incremental backup 1"
 	dd if=/dev/urandom of=/dev/mapper/data bs=512 seek=20007 count=3 oflag=direct conv=notrunc status=none
 	wr /dev/mapper/data 8192 64
-	wr /dev/mapper/data 65532 4
+	wr /dev/mapper/data 32764 4
 	backup "" "$e1"
 	e2=$(cat "$CHJ_OUT/epoch")
 
-	log "ext4 workload: incremental backup 2"
+	step "ext4 workload: incremental backup 2"
 	mkfs.ext4 -q -E lazy_itable_init=0,lazy_journal_init=0 /dev/mapper/data
 	mkdir -p /tmp/m
 	mount /dev/mapper/data /tmp/m
 	cp -a /usr/share/doc/bash /usr/share/doc/e2fsprogs /tmp/m/
-	head -c 3M /dev/urandom >/tmp/m/blob
+	head -c 2M /dev/urandom >/tmp/m/blob
 	umount /tmp/m
 	backup "" "$e2"
 	e3=$(cat "$CHJ_OUT/epoch")
 	echo "$e3" >"$CHJ_OUT/e3"
 
-	log "an older epoch: since $e1"
+	step "an older epoch: since $e1"
 	snap_take
 	export_start "$e1"
 	map_check "$e1"
 	export_stop
 	dmsetup remove snap
 
-	log "writes, then a guest reset during the epoch"
+	step "writes, then a guest reset during the epoch"
 	e4=$($CHJ checkpoint data)
 	echo "$e4" >"$CHJ_OUT/e4"
 	dd if=/dev/urandom of=/dev/mapper/data bs=4096 seek=3000 count=5 oflag=direct conv=notrunc,fsync status=none
-	dd if=/dev/urandom of=/dev/mapper/data bs=512 seek=99999 count=1 oflag=direct conv=notrunc,fsync status=none
+	dd if=/dev/urandom of=/dev/mapper/data bs=512 seek=59999 count=1 oflag=direct conv=notrunc,fsync status=none
 	vm_crash
 	;;
 2)
 	e3=$(cat "$CHJ_OUT/e3") e4=$(cat "$CHJ_OUT/e4")
-	log "after the reset: since $e4 holds the writes made before it"
+	step "after the reset: since $e4 holds the writes made before it"
 	$CHJ changes --since "$e4" --bytes data >/tmp/crash
-	for w in "$((3000 * 4096)) $((5 * 4096))" "$((99999 * 512)) 512"; do
+	for w in "$((3000 * 4096)) $((5 * 4096))" "$((59999 * 512)) 512"; do
 		read -r s l <<<"$w"
 		awk -v s="$s" -v l="$l" '$1 <= s && s + l <= $1 + $2 { f = 1 } END { exit !f }' /tmp/crash ||
 			fail "write $s+$l before the reset is not in chj changes --since $e4"
@@ -139,13 +144,15 @@ case $CHJ_BOOT in
 	snap_take
 	export_start "$e4"
 	map_check "$e4"
+	export_stop
+	export_start 1
 	map_check 1
 	export_stop
 	dmsetup remove snap
-	log "incremental backup 3, across the reset"
+	step "incremental backup 3, across the reset"
 	backup "" "$e3"
 
-	log "bad input"
+	step "bad input"
 	snap_take
 	bad() { # EXPECTED_RC MESSAGE ARGS...
 		local want=$1 msg=$2 rc=0
@@ -169,7 +176,7 @@ case $CHJ_BOOT in
 	assert_eq keep "$(cat /tmp/taken)" "the file at the taken socket path"
 	[ ! -e $SOCK ] || fail "a socket was left behind"
 
-	log "TCP, a coarser granularity, --fork; the port taken"
+	step "TCP, a coarser granularity, --fork; the port taken"
 	ip link set lo up
 	$CHJ export data --since "$e4" "${S[@]}" --tcp 127.0.0.1:10809 --granularity 64K \
 		--fork --pid-file /tmp/srv.pid >/tmp/uri
@@ -184,6 +191,7 @@ case $CHJ_BOOT in
 	dmsetup remove snap
 	$CHJ remove data
 	dmsetup remove lv
-	log "ok"
+	umount /bk
+	step "ok"
 	;;
 esac
