@@ -13,15 +13,15 @@
 . "$CHJ_ROOT/tests/vm/_chj.sh"
 CHJ=$CHJ_ROOT/userspace/chj
 BACKUP="/usr/bin/python3 $CHJ_ROOT/examples/nbd-image-backup.py"
-IMG=/bk/backup.img
+IMG=/tmp/bk/backup.img
 SOCK=/tmp/nbd.sock TMPD=/tmp/exp
-mkdir -p $TMPD /bk
+mkdir -p $TMPD /tmp/bk
 N=$(sectors /dev/vdb)
 step() { log "[${SECONDS}s] $*"; }
 
 # The backup images live on their own disk (/dev/vdd), across the reset.
 [ "$CHJ_BOOT" != 1 ] || mkfs.ext4 -q /dev/vdd
-mount /dev/vdd /bk
+mount /dev/vdd /tmp/bk
 
 # The origin is an LV-like snapshot-origin over /dev/vdb, chj on top, so
 # dm-snapshot can freeze what the tracked device holds.
@@ -191,7 +191,7 @@ case $CHJ_BOOT in
 	dmsetup remove snap
 	$CHJ remove data
 	dmsetup remove lv
-	umount /bk
+	umount /tmp/bk
 	step "ok"
 	;;
 esac
