@@ -18,6 +18,7 @@ int main(void)
 	srunner_add_suite(sr, suite_dmparse());
 	srunner_add_suite(sr, suite_cli());
 	srunner_add_suite(sr, suite_benchstats());
+	srunner_add_suite(sr, suite_qcow2());
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);

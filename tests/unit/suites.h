@@ -12,4 +12,5 @@ Suite *suite_check(void);
 Suite *suite_dmparse(void);
 Suite *suite_cli(void);
 Suite *suite_benchstats(void);
+Suite *suite_qcow2(void);
 #endif

@@ -516,6 +516,78 @@ START_TEST(live_commands_fail_cleanly_without_dm)
 }
 END_TEST
 
+/* chj export without device-mapper: --metadata on an image. */
+static int dir_empty(const char *d)
+{
+	char cmd[128];
+
+	snprintf(cmd, sizeof(cmd), "test -z \"$(ls -A %s)\"", d);
+	return system(cmd) == 0;
+}
+
+START_TEST(export_errors_leave_nothing)
+{
+	char dir[] = "/tmp/chj-exp-XXXXXX", tmpd[] = "/tmp/chj-exptmp-XXXXXX", snap[128], small[128], sock[128], taken[128];
+	char uri[256], cmd[512];
+	int fd;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(snap, sizeof(snap), "%s/snap", dir);
+	snprintf(small, sizeof(small), "%s/small", dir);
+	snprintf(sock, sizeof(sock), "%s/sock", dir);
+	snprintf(taken, sizeof(taken), "%s/taken", dir);
+	ck_assert_int_eq(chj("format", img, "--origin-size", "64M", NULL), 0);
+	fd = open(snap, O_CREAT | O_WRONLY, 0600);
+	ck_assert_int_eq(ftruncate(fd, 64 << 20), 0);
+	close(fd);
+	fd = open(small, O_CREAT | O_WRONLY, 0600);
+	ck_assert_int_eq(ftruncate(fd, 32 << 20), 0);
+	close(fd);
+	fd = open(taken, O_CREAT | O_WRONLY, 0600);
+	close(fd);
+	ck_assert_ptr_nonnull(mkdtemp(tmpd));
+#define EXP(...) chj("export", "--metadata", img, "--tmpdir", tmpd, __VA_ARGS__, NULL)
+	ck_assert_int_eq(EXP("--since", "1", "--socket", sock), EXIT_USAGE);
+	ck_assert_int_eq(EXP("--since", "1", "--snapshot", snap), EXIT_USAGE);
+	ck_assert_int_eq(EXP("--since", "1", "--snapshot", snap, "--socket", sock, "--tcp", ":1"), EXIT_USAGE);
+	ck_assert_int_eq(EXP("--since", "1", "--snapshot", snap, "--tcp", "nocolon"), EXIT_USAGE);
+	ck_assert_int_eq(EXP("--since", "1", "--snapshot", snap, "--socket", sock, "--granularity", "3K"), EXIT_USAGE);
+	ck_assert_int_eq(EXP("--since", "1", "--snapshot", snap, "--socket", sock, "--granularity", "2K"), EXIT_USAGE);
+	ck_assert_ptr_nonnull(strstr(err, "finer than the region size"));
+	ck_assert_int_eq(EXP("--since", "1", "--snapshot", snap, "--socket", sock, "--bitmap", "a b"), EXIT_USAGE);
+	ck_assert_int_eq(EXP("--since", "0", "--snapshot", snap, "--socket", sock), EXIT_NOT_RETAINED);
+	ck_assert_ptr_nonnull(strstr(err, "full backup"));
+	ck_assert_int_eq(EXP("--since", "2", "--snapshot", snap, "--socket", sock), EXIT_ERROR);
+	ck_assert_int_eq(EXP("--since", "1", "--snapshot", small, "--socket", sock), EXIT_ERROR);
+	ck_assert_ptr_nonnull(strstr(err, "snapshot is 33554432 bytes, the origin 67108864"));
+	ck_assert_int_eq(EXP("--since", "1", "--snapshot", snap, "--socket", taken), EXIT_ERROR);
+	ck_assert_ptr_nonnull(strstr(err, "socket path taken"));
+	setenv("CHJ_QEMU_NBD", "false", 1);
+	ck_assert_int_eq(EXP("--since", "1", "--snapshot", snap, "--socket", sock), EXIT_ERROR);
+	ck_assert_ptr_nonnull(strstr(err, "could not start the export"));
+	unsetenv("CHJ_QEMU_NBD");
+	ck_assert_str_eq(out, "");
+	ck_assert(dir_empty(tmpd));
+	ck_assert_int_ne(access(sock, F_OK), 0);
+
+	/* The real qemu-nbd (make deps): an empty bitmap over the whole image. */
+	snprintf(uri, sizeof(uri), "%s/pid", dir);
+	ck_assert_int_eq(EXP("--since", "1", "--snapshot", snap, "--socket", sock, "--fork",
+			     "--pid-file", uri), 0);
+	ck_assert(dir_empty(tmpd));
+	snprintf(uri, sizeof(uri), "nbd+unix:///?socket=%s\n", sock);
+	ck_assert_str_eq(out, uri);
+	snprintf(cmd, sizeof(cmd),
+		 "nbdinfo --map=qemu:dirty-bitmap:chj 'nbd+unix:///?socket=%s' | "
+		 "grep -qx ' *0 *67108864 *0 *clean'; r=$?; kill $(cat %s/pid); exit $r",
+		 sock, dir);
+	ck_assert_int_eq(system(cmd), 0);
+#undef EXP
+	snprintf(cmd, sizeof(cmd), "rm -rf %s %s", dir, tmpd);
+	ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 Suite *suite_cli(void)
 {
 	Suite *s = suite_create("cli");
@@ -536,6 +608,7 @@ Suite *suite_cli(void)
 	tcase_add_test(tc, json_non_utf8_name);
 	tcase_add_test(tc, metadata_size);
 	tcase_add_test(tc, live_commands_fail_cleanly_without_dm);
+	tcase_add_test(tc, export_errors_leave_nothing);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -75,6 +75,34 @@ const struct chj_cmd chj_cmds[] = {
 	  "current one (the metadata was formatted anew), or the journal or a\n"
 	  "bitmap block is damaged (the map cannot be trusted; see chj check).\n",
 	  EXIT_USAGE },
+	{ "export", cmd_export,
+	  "--since EPOCH --snapshot DEV (NAME | --metadata METADATA_DEV) (--socket PATH | --tcp HOST:PORT) [--bitmap NAME] [--granularity SIZE] [--export-name NAME] [--once] [--fork] [--pid-file FILE] [--tmpdir DIR]",
+	  "serve a snapshot over NBD with the changes as a dirty bitmap",
+	  "Serve DEV, a snapshot of the origin taken after chj checkpoint, read-only\n"
+	  "over NBD through qemu-nbd, with the ranges changed since EPOCH (as chj\n"
+	  "changes prints them) as the metadata context qemu:dirty-bitmap:NAME and\n"
+	  "base:allocation.  Any NBD client reads the changed extents with\n"
+	  "NBD_CMD_BLOCK_STATUS (libnbd block_status, nbdinfo --map).  Lock-step:\n"
+	  "chj checkpoint prints E2; snapshot the origin; export --since E1, the\n"
+	  "epoch printed before the previous backup.  The URI is printed once the\n"
+	  "server listens; it runs until SIGINT/SIGTERM (or the client leaves,\n"
+	  "with --once).  The origin and the metadata are never written; the\n"
+	  "bitmap's qcow2 wrapper is removed before serving starts.\n"
+	  "\n"
+	  "  --snapshot DEV        what to serve: same size as the origin\n"
+	  "  --socket PATH         Unix socket (must not exist); or\n"
+	  "  --tcp HOST:PORT       TCP, no TLS (HOST empty: every address)\n"
+	  "  --bitmap NAME         bitmap name (default chj)\n"
+	  "  --granularity SIZE    a power of two >= the region size (the default);\n"
+	  "                        changed ranges are rounded outward to it\n"
+	  "  --export-name NAME    NBD export name (default empty)\n"
+	  "  --once                stop when the first client disconnects\n"
+	  "  --fork                return once serving; the server keeps running\n"
+	  "  --pid-file FILE       write the server's pid to FILE\n"
+	  "  --tmpdir DIR          where the wrapper is built (default $TMPDIR, /tmp)\n"
+	  "\n"
+	  "Exit status 3: EPOCH is no longer retained (nothing is served).\n",
+	  EXIT_USAGE },
 	{ "metadata-size", cmd_metadata_size,
 	  "--origin-size SIZE [--region-size SIZE] [--epochs N] [--changed PERCENT] [-n]",
 	  "compute the metadata device size for an origin",

@@ -74,6 +74,7 @@ int cmd_remove(int argc, char **argv);
 int cmd_status(int argc, char **argv);
 int cmd_checkpoint(int argc, char **argv);
 int cmd_changes(int argc, char **argv);
+int cmd_export(int argc, char **argv);
 int cmd_metadata_size(int argc, char **argv);
 int cmd_format(int argc, char **argv);
 int cmd_dump(int argc, char **argv);

@@ -1,0 +1,197 @@
+#!/bin/bash
+# chj export: nbdinfo --map=qemu:dirty-bitmap:chj over the export equals chj
+# changes --since E --bytes (raw writes, an ext4 workload, a fresh and an
+# older epoch, after a guest reset during the epoch); the libnbd example
+# backup, run across checkpoints with a dm-snapshot of the origin each time,
+# gives an image whose checksum is the snapshot's and reads exactly the dirty
+# bytes; bad input fails cleanly and leaves nothing behind.
+# vm-disks: 16M 32M 32M 64M
+# vm-timeout: 240
+# shellcheck source=tests/vm/lib.sh disable=SC1091
+. "$CHJ_ROOT/tests/vm/lib.sh"
+# shellcheck source=tests/vm/_chj.sh disable=SC1091
+. "$CHJ_ROOT/tests/vm/_chj.sh"
+CHJ=$CHJ_ROOT/userspace/chj
+BACKUP="/usr/bin/python3 $CHJ_ROOT/examples/nbd-image-backup.py"
+IMG=/tmp/bk/backup.img
+SOCK=/tmp/nbd.sock TMPD=/tmp/exp
+mkdir -p $TMPD /tmp/bk
+N=$(sectors /dev/vdb)
+step() { log "[${SECONDS}s] $*"; }
+
+# The backup images live on their own disk (/dev/vdd), across the reset.
+[ "$CHJ_BOOT" != 1 ] || mkfs.ext4 -q /dev/vdd
+mount /dev/vdd /tmp/bk
+
+# The origin is an LV-like snapshot-origin over /dev/vdb, chj on top, so
+# dm-snapshot can freeze what the tracked device holds.
+dm_create lv "0 $N snapshot-origin /dev/vdb" >/dev/null
+$CHJ create data /dev/vda /dev/mapper/lv >/dev/null
+
+snap_take() {
+	dmsetup suspend lv
+	dm_create snap "0 $N snapshot /dev/vdb /dev/vdc N 8" >/dev/null
+	dmsetup resume lv
+}
+
+# merged "START LEN" lines (bytes) from "START LEN" lines on stdin
+merge() { awk 'NF { if (n && $1 == s + l) l += $2; else { if (n) print s, l; s = $1; l = $2; n = 1 } }
+	END { if (n) print s, l }'; }
+
+# export_start SINCE: serve the snapshot in the background (coproc), URI
+# read from its stdout once qemu-nbd listens.
+export_start() {
+	coproc EXP { exec $CHJ export data --since "$1" --snapshot /dev/mapper/snap \
+		--socket $SOCK --tmpdir $TMPD; }
+	read -r URI <&"${EXP[0]}" || fail "chj export printed no URI"
+	[ -S $SOCK ] || fail "no socket after the URI"
+	[ -z "$(ls -A $TMPD)" ] || fail "the qcow2 wrapper is still in $TMPD while serving"
+}
+export_stop() {
+	local pid=$EXP_PID rc=0
+	kill -TERM "$pid"
+	wait "$pid" || rc=$?
+	assert_eq 0 "$rc" "chj export exit status after SIGTERM"
+	[ ! -e $SOCK ] || fail "socket left behind"
+	! pgrep -x qemu-nbd >/dev/null || fail "qemu-nbd still running"
+}
+
+# map_check SINCE: the served dirty bitmap is exactly chj changes --since.
+map_check() {
+	$CHJ changes --since "$1" --bytes data | merge >/tmp/want
+	nbdinfo --map=qemu:dirty-bitmap:chj "$URI" | awk '$3 == 1 { print $1, $2 }' | merge >/tmp/got
+	diff /tmp/want /tmp/got || fail "dirty bitmap since epoch $1 differs from chj changes"
+	[ -s /tmp/want ] || fail "nothing changed since epoch $1: the comparison proves nothing"
+	step "bitmap since $1: $(wc -l </tmp/want) extents, as chj changes"
+}
+
+# backup MODE SINCE: checkpoint, snapshot, export since SINCE, run the
+# example, check its image against the snapshot; prints the new epoch into
+# $CHJ_OUT/epoch.
+backup() {
+	local mode=$1 since=$2 new out want sum
+	new=$($CHJ checkpoint data)
+	snap_take
+	# written after the snapshot: in the new epoch, not in this backup
+	dd if=/dev/urandom of=/dev/mapper/data bs=4096 seek=100 count=2 oflag=direct conv=notrunc status=none
+	export_start "$since"
+	map_check "$since"
+	out=$($BACKUP ${mode:+--full} "$URI" "$IMG")
+	step "backup: $out"
+	export_stop
+	want=$(sha256sum </dev/mapper/snap | cut -d' ' -f1)
+	sum=$(awk '{ print $NF }' <<<"$out")
+	assert_eq "$want" "$sum" "backup image checksum vs the snapshot"
+	if [ -n "$mode" ]; then
+		assert_eq $((N * 512)) "$(awk '{ print $6 }' <<<"$out")" "bytes read by a full backup"
+	else
+		assert_eq "$(awk '{ t += $2 } END { print t }' /tmp/want)" \
+			"$(awk '{ print $6 }' <<<"$out")" "bytes read == dirty bytes"
+	fi
+	dmsetup remove snap
+	echo "$new" >"$CHJ_OUT/epoch"
+}
+
+case $CHJ_BOOT in
+1)
+	step "raw writes, a full backup"
+	wr /dev/mapper/data 0 1024
+	wr /dev/mapper/data 20000 256
+	backup full 1
+	e1=$(cat "$CHJ_OUT/epoch")
+
+	step "raw writes, sub-region and unaligned: incremental backup 1"
+	dd if=/dev/urandom of=/dev/mapper/data bs=512 seek=20007 count=3 oflag=direct conv=notrunc status=none
+	wr /dev/mapper/data 8192 64
+	wr /dev/mapper/data 32764 4
+	backup "" "$e1"
+	e2=$(cat "$CHJ_OUT/epoch")
+
+	step "ext4 workload: incremental backup 2"
+	mkfs.ext4 -q -E lazy_itable_init=0,lazy_journal_init=0 /dev/mapper/data
+	mkdir -p /tmp/m
+	mount /dev/mapper/data /tmp/m
+	cp -a /usr/share/doc/bash /usr/share/doc/e2fsprogs /tmp/m/
+	head -c 2M /dev/urandom >/tmp/m/blob
+	umount /tmp/m
+	backup "" "$e2"
+	e3=$(cat "$CHJ_OUT/epoch")
+	echo "$e3" >"$CHJ_OUT/e3"
+
+	step "an older epoch: since $e1"
+	snap_take
+	export_start "$e1"
+	map_check "$e1"
+	export_stop
+	dmsetup remove snap
+
+	step "writes, then a guest reset during the epoch"
+	e4=$($CHJ checkpoint data)
+	echo "$e4" >"$CHJ_OUT/e4"
+	dd if=/dev/urandom of=/dev/mapper/data bs=4096 seek=3000 count=5 oflag=direct conv=notrunc,fsync status=none
+	dd if=/dev/urandom of=/dev/mapper/data bs=512 seek=59999 count=1 oflag=direct conv=notrunc,fsync status=none
+	vm_crash
+	;;
+2)
+	e3=$(cat "$CHJ_OUT/e3") e4=$(cat "$CHJ_OUT/e4")
+	step "after the reset: since $e4 holds the writes made before it"
+	$CHJ changes --since "$e4" --bytes data >/tmp/crash
+	for w in "$((3000 * 4096)) $((5 * 4096))" "$((59999 * 512)) 512"; do
+		read -r s l <<<"$w"
+		awk -v s="$s" -v l="$l" '$1 <= s && s + l <= $1 + $2 { f = 1 } END { exit !f }' /tmp/crash ||
+			fail "write $s+$l before the reset is not in chj changes --since $e4"
+	done
+	snap_take
+	export_start "$e4"
+	map_check "$e4"
+	export_stop
+	export_start 1
+	map_check 1
+	export_stop
+	dmsetup remove snap
+	step "incremental backup 3, across the reset"
+	backup "" "$e3"
+
+	step "bad input"
+	snap_take
+	bad() { # EXPECTED_RC MESSAGE ARGS...
+		local want=$1 msg=$2 rc=0
+		shift 2
+		$CHJ export "$@" 2>/tmp/err >/dev/null || rc=$?
+		assert_eq "$want" "$rc" "exit status of chj export $*"
+		grep -q "^chj: .*$msg" /tmp/err || fail "chj export $*: said '$(cat /tmp/err)', not '$msg'"
+		[ -z "$(ls -A $TMPD)" ] || fail "chj export $*: left $(ls $TMPD) behind"
+		! pgrep -x qemu-nbd >/dev/null || fail "chj export $*: a qemu-nbd is running"
+	}
+	S=(--snapshot /dev/mapper/snap --tmpdir "$TMPD")
+	bad 1 "newer than the current epoch" data --since 999 "${S[@]}" --socket $SOCK
+	bad 3 "full backup" data --since 0 "${S[@]}" --socket $SOCK
+	bad 1 "not a chj device" lv --since 1 "${S[@]}" --socket $SOCK
+	bad 1 "snapshot is 16777216 bytes" data --since 1 --snapshot /dev/vda --tmpdir $TMPD --socket $SOCK
+	bad 1 "is the origin itself" data --since 1 --snapshot /dev/mapper/lv --tmpdir $TMPD --socket $SOCK
+	bad 1 "is the tracked device itself" data --since 1 --snapshot /dev/mapper/data --tmpdir $TMPD --socket $SOCK
+	bad 2 "finer than the region size" data --since 1 "${S[@]}" --socket $SOCK --granularity 512
+	echo keep >/tmp/taken
+	bad 1 "socket path taken" data --since 1 "${S[@]}" --socket /tmp/taken
+	assert_eq keep "$(cat /tmp/taken)" "the file at the taken socket path"
+	[ ! -e $SOCK ] || fail "a socket was left behind"
+
+	step "TCP, a coarser granularity, --fork; the port taken"
+	ip link set lo up
+	$CHJ export data --since "$e4" "${S[@]}" --tcp 127.0.0.1:10809 --granularity 64K \
+		--fork --pid-file /tmp/srv.pid >/tmp/uri
+	assert_eq "nbd://127.0.0.1:10809/" "$(cat /tmp/uri)" "TCP URI"
+	$CHJ changes --since "$e4" --bytes data |
+		awk '{ s = int($1 / 65536) * 65536; e = int(($1 + $2 + 65535) / 65536) * 65536; print s, e - s }' |
+		merge >/tmp/want
+	nbdinfo --map=qemu:dirty-bitmap:chj nbd://127.0.0.1:10809/ | awk '$3 == 1 { print $1, $2 }' | merge >/tmp/got
+	diff /tmp/want /tmp/got || fail "64K bitmap is not chj changes rounded outward to 64K"
+	bad 1 "could not start the export" data --since 1 "${S[@]}" --tcp 127.0.0.1:10809
+	kill "$(cat /tmp/srv.pid)"
+	dmsetup remove snap
+	$CHJ remove data
+	dmsetup remove lv
+	umount /tmp/bk
+	step "ok"
+	;;
+esac
