@@ -555,9 +555,9 @@ START_TEST(export_errors_leave_nothing)
 	ck_assert_int_eq(EXP("--since", "1", "--snapshot", snap, "--socket", sock, "--granularity", "2K"), EXIT_USAGE);
 	ck_assert_ptr_nonnull(strstr(err, "finer than the region size"));
 	ck_assert_int_eq(EXP("--since", "1", "--snapshot", snap, "--socket", sock, "--bitmap", "a b"), EXIT_USAGE);
-	ck_assert_int_eq(EXP("--since", "0", "--snapshot", snap, "--socket", sock), EXIT_NOT_RETAINED);
+	ck_assert_int_eq(EXP("--since", "0", "--snapshot", snap, "--socket", sock), EXIT_FULL_BACKUP);
 	ck_assert_ptr_nonnull(strstr(err, "full backup"));
-	ck_assert_int_eq(EXP("--since", "2", "--snapshot", snap, "--socket", sock), EXIT_ERROR);
+	ck_assert_int_eq(EXP("--since", "2", "--snapshot", snap, "--socket", sock), EXIT_FULL_BACKUP);
 	ck_assert_int_eq(EXP("--since", "1", "--snapshot", small, "--socket", sock), EXIT_ERROR);
 	ck_assert_ptr_nonnull(strstr(err, "snapshot is 33554432 bytes, the origin 67108864"));
 	ck_assert_int_eq(EXP("--since", "1", "--snapshot", snap, "--socket", taken), EXIT_ERROR);

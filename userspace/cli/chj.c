@@ -101,7 +101,9 @@ const struct chj_cmd chj_cmds[] = {
 	  "  --pid-file FILE       write the server's pid to FILE\n"
 	  "  --tmpdir DIR          where the wrapper is built (default $TMPDIR, /tmp)\n"
 	  "\n"
-	  "Exit status 3: EPOCH is no longer retained (nothing is served).\n",
+	  "Exit status 3, a full backup is needed (nothing is served): as for chj\n"
+	  "changes, EPOCH is not retained, newer than the current one, or the map\n"
+	  "is damaged.\n",
 	  EXIT_USAGE },
 	{ "metadata-size", cmd_metadata_size,
 	  "--origin-size SIZE [--region-size SIZE] [--epochs N] [--changed PERCENT] [-n]",
