@@ -7,8 +7,9 @@
 # point after the scenario's writes begin; VM_MAX_BOOTS=N runs N - 1 resets
 # (make check-long: 51).
 # vm-disks: 64M 64M 64M
-# vm-timeout: 900
+# vm-timeout: 1200
 # vm-boots: 14
+# vm-long-boots: 51
 # shellcheck source=tests/vm/lib.sh disable=SC1091
 . "$CHJ_ROOT/tests/vm/lib.sh"
 # shellcheck source=tests/vm/_chj.sh disable=SC1091
