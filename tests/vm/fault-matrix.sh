@@ -73,6 +73,15 @@ fio_bg() {
 	FIO=$!
 }
 
+# writes_flowing: wait until fio's writes reach the origin (it starts slowly
+# under TCG): poll og's completed-write counter.
+writes_flowing() {
+	local stat w0
+	stat=/sys/block/$(basename "$(readlink -f /dev/mapper/og)")/stat
+	w0=$(awk '{ print $5 }' "$stat")
+	until [ "$(awk '{ print $5 }' "$stat")" -gt $((w0 + 50)) ]; do sleep 0.05; done
+}
+
 # writes_log N OFFSET_KiB: N 4 KiB writes of distinct content, one per
 # region from OFFSET on, each recorded in /tmp/ok when dd says it succeeded.
 writes_log() {
@@ -173,7 +182,7 @@ cover "bitmap write error at commit"
 
 log "=== dm-flakey error_writes windows on the metadata under load"
 fresh
-dmsetup load md --table "0 $(sectors /dev/ram1) flakey /dev/ram1 0 1 1 1 error_writes"
+dmsetup load md --table "0 $(sectors /dev/ram1) flakey /dev/ram1 0 2 1 1 error_writes"
 dmsetup resume md
 writes_log 200 4096
 n=$(readback 4096 /dev/mapper/c)
@@ -201,14 +210,17 @@ dm_create c "$(chj_table /dev/mapper/md /dev/mapper/og 8)" >/dev/null
 ch=$($CHJ changes --since "$E" c)
 grep -qx "0 32" <<<"$ch" || fail "drop_writes: marks made before the window are lost"
 grep -qx "4096 32" <<<"$ch" || fail "drop_writes: marks made after the window are lost"
+# A mark dropped by the device is written again by the next commit of its
+# bitmap block (whole blocks, from the in-core bitmap): here the one after
+# the window.  Not promised: without a later commit of that block it is lost.
 if grep -qx "2048 32" <<<"$ch"; then lost=no; else lost=yes; fi
-log "marks written while the device dropped writes reached the disk: $([ $lost = yes ] && echo no || echo yes)"
-CASES+=("flakey drop_writes: marks before and after the window kept; during it lost=$lost (not promised)")
+log "marks dropped during the window lost after a later commit of their block: $lost"
+CASES+=("flakey drop_writes: marks before and after the window kept; dropped ones lost=$lost (not promised)")
 
 log "=== the metadata device replaced by dm's error target under load"
 fresh
-fio_bg 4 --continue_on_error=write
-sleep 1
+fio_bg 6 --continue_on_error=write
+writes_flowing
 dmsetup load md --table "$(meta_table error)"
 dmsetup suspend --noflush md
 dmsetup resume md
@@ -256,7 +268,8 @@ cover "suspend/resume, load+resume, growth under load"
 log "=== checkpoint, status, changes and stats from four processes under load"
 fresh
 E0=$E
-fio_bg 6
+fio_bg 8
+writes_flowing
 end=$((SECONDS + 5))
 ( while [ $SECONDS -lt $end ]; do dmsetup message c 0 checkpoint >/dev/null || exit 1; done ) & p1=$!
 ( while [ $SECONDS -lt $end ]; do $CHJ status c >/dev/null || exit 1; done ) & p2=$!
