@@ -1,9 +1,9 @@
 #!/bin/bash
 # Faults under dm-chj, each with ground truth by content (every region whose
 # content changed since a copy is reported; what the writer was told was
-# written reads back): bad blocks on the metadata (dm-dust read errors at
-# load, an error segment under one bitmap block at commit) and on the origin
-# (a failed data write is still reported changed); dm-flakey error_writes
+# written reads back): bad blocks (dm error segments: Debian has no dm-dust)
+# on the metadata (a read error at load, a write error at commit) and on the
+# origin (a failed read marks nothing, a failed write is still reported); dm-flakey error_writes
 # and drop_writes windows on the metadata under load; the metadata device
 # replaced by dm's error target under load; suspend/resume, load+resume and
 # growth under QD32 load; checkpoint, status, changes and stats from four
@@ -24,7 +24,8 @@ meta_table() {
 	n=$(sectors /dev/ram1)
 	case $1 in
 	linear) echo "0 $n linear /dev/ram1 0" ;;
-	dust) echo "0 $n dust /dev/ram1 0 512" ;;
+	# The first bitmap block (metadata sectors 16..23) unreadable and unwritable.
+	badbitmap) printf '0 16 linear /dev/ram1 0\n16 8 error\n24 %s linear /dev/ram1 24\n' $((n - 24)) ;;
 	error) echo "0 $n error" ;;
 	esac
 }
@@ -72,6 +73,15 @@ fio_bg() {
 	FIO=$!
 }
 
+# writes_flowing: wait until fio's writes reach the origin (it starts slowly
+# under TCG): poll og's completed-write counter.
+writes_flowing() {
+	local stat w0
+	stat=/sys/block/$(basename "$(readlink -f /dev/mapper/og)")/stat
+	w0=$(awk '{ print $5 }' "$stat")
+	until [ "$(awk '{ print $5 }' "$stat")" -gt $((w0 + 50)) ]; do sleep 0.05; done
+}
+
 # writes_log N OFFSET_KiB: N 4 KiB writes of distinct content, one per
 # region from OFFSET on, each recorded in /tmp/ok when dd says it succeeded.
 writes_log() {
@@ -99,38 +109,43 @@ readback() {
 
 brd_setup 2 65536
 
-log "=== dm-dust on the metadata: a read error at load refuses the table, clearly"
+# Debian's kernels have no dm-dust (CONFIG_DM_DUST is not set): bad blocks
+# are segments of dm's error target in a linear table.
+log "=== a bad block under the bitmap: a read error at load refuses the table, clearly"
 fresh
 wr /dev/mapper/c 0 64
 dmsetup remove c
-dmsetup load md --table "$(meta_table dust)"
+dmsetup load md --table "$(meta_table badbitmap)"
 dmsetup resume md
-dmsetup message md 0 addbadblock 16	# bitmap block 2 (block 0, 1: superblocks)
-dmsetup message md 0 enable
 dmesg -C
 if dmsetup create c --table "$(chj_table /dev/mapper/md /dev/mapper/og 8)" 2>/dev/null; then
 	fail "a table over an unreadable bitmap block was accepted"
 fi
 dmesg | grep -E 'device-mapper: (table|chj)' | tail -3
-dmesg | grep -qiE 'chj: .*(read|bitmap|I/O|error)' || fail "the kernel log does not say why the load failed"
+dmesg | grep -qE 'device-mapper: chj: ' || fail "the kernel log does not say why the load failed"
 dmsetup remove c 2>/dev/null || true
-dmsetup message md 0 disable
+dmsetup load md --table "$(meta_table linear)"
+dmsetup resume md
 dm_create c "$(chj_table /dev/mapper/md /dev/mapper/og 8)" >/dev/null
-cover "dust read error at load, then readable again"
+cover "bitmap read error at load, then readable again"
 
-log "=== dm-dust on the origin: read errors reach the reader, tracking unaffected"
+log "=== bad blocks on the origin: read errors reach the reader, nothing is marked"
 dmsetup remove c
-dmsetup load og --table "0 $ORIG_S dust /dev/ram0 0 512"
+dmsetup load og --table "0 4096 linear /dev/ram0 0
+4096 8 error
+4104 $((ORIG_S - 4104)) linear /dev/ram0 4104"
 dmsetup resume og
-dmsetup message og 0 addbadblock 4096
-dmsetup message og 0 enable
 dm_create c "$(chj_table /dev/mapper/md /dev/mapper/og 8)" >/dev/null
+m=$(st c marked)
 if dd if=/dev/mapper/c of=/dev/null bs=4096 skip=512 count=1 iflag=direct status=none 2>/dev/null; then
 	fail "a read of a bad origin block succeeded"
 fi
-wr /dev/mapper/c 2048 4	# a write to the bad block (dust remaps it)
-dmsetup message og 0 disable
-cover "dust on the origin"
+assert_eq "$m" "$(st c marked)" "marks after a failed read"
+dmsetup remove c
+dmsetup load og --table "0 $ORIG_S linear /dev/ram0 0"
+dmsetup resume og
+dm_create c "$(chj_table /dev/mapper/md /dev/mapper/og 8)" >/dev/null
+cover "a failed origin read"
 
 log "=== a failed data write is still reported changed"
 fresh
@@ -151,9 +166,7 @@ dm_create c "$(chj_table /dev/mapper/md /dev/mapper/og 8)" >/dev/null
 log "=== an error segment under one bitmap block: commit fails, fail mode, nothing unmarked reaches the origin"
 fresh
 # The only bitmap block of a 64 MiB origin: metadata sectors 16..23.
-dmsetup load md --table "0 16 linear /dev/ram1 0
-16 8 error
-24 $(($(sectors /dev/ram1) - 24)) linear /dev/ram1 24"
+dmsetup load md --table "$(meta_table badbitmap)"
 dmsetup resume md
 before=$(dd if=/dev/ram0 bs=4096 skip=1000 count=1 iflag=direct status=none | sha256sum)
 if wr /dev/mapper/c 4000 4 2>/dev/null; then fail "a write whose mark failed succeeded"; fi
@@ -169,7 +182,7 @@ cover "bitmap write error at commit"
 
 log "=== dm-flakey error_writes windows on the metadata under load"
 fresh
-dmsetup load md --table "0 $(sectors /dev/ram1) flakey /dev/ram1 0 1 1 1 error_writes"
+dmsetup load md --table "0 $(sectors /dev/ram1) flakey /dev/ram1 0 2 1 1 error_writes"
 dmsetup resume md
 writes_log 200 4096
 n=$(readback 4096 /dev/mapper/c)
@@ -197,14 +210,17 @@ dm_create c "$(chj_table /dev/mapper/md /dev/mapper/og 8)" >/dev/null
 ch=$($CHJ changes --since "$E" c)
 grep -qx "0 32" <<<"$ch" || fail "drop_writes: marks made before the window are lost"
 grep -qx "4096 32" <<<"$ch" || fail "drop_writes: marks made after the window are lost"
+# A mark dropped by the device is written again by the next commit of its
+# bitmap block (whole blocks, from the in-core bitmap): here the one after
+# the window.  Not promised: without a later commit of that block it is lost.
 if grep -qx "2048 32" <<<"$ch"; then lost=no; else lost=yes; fi
-log "marks written while the device dropped writes reached the disk: $([ $lost = yes ] && echo no || echo yes)"
-CASES+=("flakey drop_writes: marks before and after the window kept; during it lost=$lost (not promised)")
+log "marks dropped during the window lost after a later commit of their block: $lost"
+CASES+=("flakey drop_writes: marks before and after the window kept; dropped ones lost=$lost (not promised)")
 
 log "=== the metadata device replaced by dm's error target under load"
 fresh
-fio_bg 4 --continue_on_error=write
-sleep 1
+fio_bg 6 --continue_on_error=write
+writes_flowing
 dmsetup load md --table "$(meta_table error)"
 dmsetup suspend --noflush md
 dmsetup resume md
@@ -252,7 +268,8 @@ cover "suspend/resume, load+resume, growth under load"
 log "=== checkpoint, status, changes and stats from four processes under load"
 fresh
 E0=$E
-fio_bg 6
+fio_bg 8
+writes_flowing
 end=$((SECONDS + 5))
 ( while [ $SECONDS -lt $end ]; do dmsetup message c 0 checkpoint >/dev/null || exit 1; done ) & p1=$!
 ( while [ $SECONDS -lt $end ]; do $CHJ status c >/dev/null || exit 1; done ) & p2=$!
