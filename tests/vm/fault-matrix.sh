@@ -30,6 +30,24 @@ meta_table() {
 	esac
 }
 
+# og_table KIND: the origin's table: linear, or with a bad block (an error
+# segment over sectors 4096..4103: region 512 at 4 KiB).
+og_table() {
+	case $1 in
+	linear) echo "0 $ORIG_S linear /dev/ram0 0" ;;
+	badblock) printf '0 4096 linear /dev/ram0 0\n4096 8 error\n4104 %s linear /dev/ram0 4104\n' \
+		$((ORIG_S - 4104)) ;;
+	esac
+}
+
+# under DEV TABLE: c removed, DEV (md or og) given TABLE, c created again.
+under() {
+	dmsetup remove c 2>/dev/null || true
+	dmsetup load "$1" --table "$2"
+	dmsetup resume "$1"
+	dm_create c "$(chj_table /dev/mapper/md /dev/mapper/og 8)" >/dev/null
+}
+
 # fresh: blank metadata md (linear over ram1), origin og (linear over
 # ram0), chj device c over them, random content; the origin copied as a
 # backup taken at the start of epoch $E would see it (/tmp/snap).
@@ -123,45 +141,26 @@ if dmsetup create c --table "$(chj_table /dev/mapper/md /dev/mapper/og 8)" 2>/de
 fi
 dmesg | grep -E 'device-mapper: (table|chj)' | tail -3
 dmesg | grep -qE 'device-mapper: chj: ' || fail "the kernel log does not say why the load failed"
-dmsetup remove c 2>/dev/null || true
-dmsetup load md --table "$(meta_table linear)"
-dmsetup resume md
-dm_create c "$(chj_table /dev/mapper/md /dev/mapper/og 8)" >/dev/null
+under md "$(meta_table linear)"
 cover "bitmap read error at load, then readable again"
 
 log "=== bad blocks on the origin: read errors reach the reader, nothing is marked"
-dmsetup remove c
-dmsetup load og --table "0 4096 linear /dev/ram0 0
-4096 8 error
-4104 $((ORIG_S - 4104)) linear /dev/ram0 4104"
-dmsetup resume og
-dm_create c "$(chj_table /dev/mapper/md /dev/mapper/og 8)" >/dev/null
+under og "$(og_table badblock)"
 m=$(st c marked)
 if dd if=/dev/mapper/c of=/dev/null bs=4096 skip=512 count=1 iflag=direct status=none 2>/dev/null; then
 	fail "a read of a bad origin block succeeded"
 fi
 assert_eq "$m" "$(st c marked)" "marks after a failed read"
-dmsetup remove c
-dmsetup load og --table "0 $ORIG_S linear /dev/ram0 0"
-dmsetup resume og
-dm_create c "$(chj_table /dev/mapper/md /dev/mapper/og 8)" >/dev/null
+under og "$(og_table linear)"
 cover "a failed origin read"
 
 log "=== a failed data write is still reported changed"
 fresh
-dmsetup remove c
-dmsetup load og --table "0 4096 linear /dev/ram0 0
-4096 8 error
-4104 $((ORIG_S - 4104)) linear /dev/ram0 4104"
-dmsetup resume og
-dm_create c "$(chj_table /dev/mapper/md /dev/mapper/og 8)" >/dev/null
+under og "$(og_table badblock)"
 if wr /dev/mapper/c 2048 4 2>/dev/null; then fail "a write to the error segment succeeded"; fi
 $CHJ changes --since "$E" c | grep -qx "4096 8" || fail "the failed write's region is not reported"
 CASES+=("failed origin write: region reported")
-dmsetup remove c
-dmsetup load og --table "0 $ORIG_S linear /dev/ram0 0"
-dmsetup resume og
-dm_create c "$(chj_table /dev/mapper/md /dev/mapper/og 8)" >/dev/null
+under og "$(og_table linear)"
 
 log "=== an error segment under one bitmap block: commit fails, fail mode, nothing unmarked reaches the origin"
 fresh
@@ -173,10 +172,7 @@ if wr /dev/mapper/c 4000 4 2>/dev/null; then fail "a write whose mark failed suc
 assert_eq "$before" "$(dd if=/dev/ram0 bs=4096 skip=1000 count=1 iflag=direct status=none | sha256sum)" \
 	"origin untouched by the write whose mark failed"
 assert_eq fail "$(status_mode c)" "mode after a failed commit"
-dmsetup remove c
-dmsetup load md --table "$(meta_table linear)"
-dmsetup resume md
-dm_create c "$(chj_table /dev/mapper/md /dev/mapper/og 8)" >/dev/null
+under md "$(meta_table linear)"
 assert_eq "$(st c nr)" "$(st c marked)" "the reloaded epoch is marked-all"
 cover "bitmap write error at commit"
 
@@ -188,10 +184,7 @@ writes_log 200 4096
 n=$(readback 4096 /dev/mapper/c)
 log "$n of 200 writes acknowledged before fail mode; all read back"
 assert_eq fail "$(status_mode c)" "mode after error_writes"
-dmsetup remove c
-dmsetup load md --table "$(meta_table linear)"
-dmsetup resume md
-dm_create c "$(chj_table /dev/mapper/md /dev/mapper/og 8)" >/dev/null
+under md "$(meta_table linear)"
 assert_eq "$(st c nr)" "$(st c marked)" "the reloaded epoch is marked-all"
 cover "flakey error_writes ($n acknowledged writes read back)"
 
@@ -228,10 +221,7 @@ wait $FIO || true
 if wr /dev/mapper/c 40000 4 2>/dev/null; then fail "a first-touch write succeeded without metadata"; fi
 dd if=/dev/mapper/c of=/dev/null bs=1M count=4 iflag=direct status=none || fail "reads fail without metadata"
 assert_eq fail "$(status_mode c)" "mode without metadata"
-dmsetup remove c
-dmsetup load md --table "$(meta_table linear)"
-dmsetup resume md
-dm_create c "$(chj_table /dev/mapper/md /dev/mapper/og 8)" >/dev/null
+under md "$(meta_table linear)"
 assert_eq "$(st c nr)" "$(st c marked)" "the reloaded epoch is marked-all"
 cover "metadata replaced by error under load"
 
