@@ -269,7 +269,8 @@ static void resume_commits(struct chj_target *c)
 		queue_work(c->wq, &c->worker);
 }
 
-static void issue(struct chj_target *c, struct bio *bio)
+/* A held bio whose marks are durable: counted in flight, to the origin. */
+static void issue_held(struct chj_target *c, struct bio *bio)
 {
 	struct chj_bio *pb = dm_per_bio_data(bio, sizeof(*pb));
 
@@ -291,7 +292,7 @@ static void error_bios(struct bio_list *bios)
  * sequential stream) also marks the next regions, so the stream's following
  * writes take the fast path.  The extra marks are false positives at worst.
  */
-static u64 ahead(struct chj_target *c, u64 first, u64 last)
+static u64 mark_ahead_last(struct chj_target *c, u64 first, u64 last)
 {
 	u64 nr = chj_regions_for(c->ti->len, c->region_sectors);
 
@@ -308,7 +309,7 @@ static void stage_batch(struct chj_target *c, struct bio_list *bios)
 
 	while ((bio = bio_list_pop(bios))) {
 		bio_regions(c, bio, &first, &last);
-		last = ahead(c, first, last);
+		last = mark_ahead_last(c, first, last);
 		if (chj_md_stage(c->md, first, last, &first) == 1) {
 			/*
 			 * Staging is full.  This bio waits for the next batch,
@@ -362,7 +363,7 @@ static void start_batch(struct chj_target *c)
 		if (chj_md_write_staged(c->md, batch_done, c))
 			return;
 		while ((bio = bio_list_pop(&c->batch)))
-			issue(c, bio);
+			issue_held(c, bio);
 	}
 }
 
@@ -394,7 +395,7 @@ static void finish_batch(struct chj_target *c)
 		error_bios(&c->batch);
 	}
 	while ((bio = bio_list_pop(&c->batch)))
-		issue(c, bio);
+		issue_held(c, bio);
 	start_batch(c);
 	if (err)
 		record_batch_failure(c, err);
