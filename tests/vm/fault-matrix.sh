@@ -95,7 +95,7 @@ fio_bg() {
 # under TCG): poll og's completed-write counter.
 writes_flowing() {
 	local stat w0
-	stat=/sys/block/$(basename "$(readlink -f /dev/mapper/og)")/stat
+	stat=/sys/block/$(dmsetup info -c --noheadings -o blkdevname og)/stat
 	w0=$(awk '{ print $5 }' "$stat")
 	until [ "$(awk '{ print $5 }' "$stat")" -gt $((w0 + 50)) ]; do sleep 0.05; done
 }

@@ -109,7 +109,7 @@ burst)
 esac
 # The reset point counts from the moment writes reach the origin (fio takes
 # a while to start under TCG): poll its completed-write counter.
-ostat=/sys/block/$(basename "$(readlink -f /dev/mapper/og)")/stat
+ostat=/sys/block/$(dmsetup info -c --noheadings -o blkdevname og)/stat
 w0=$(awk '{ print $5 }' "$ostat")
 until [ "$(awk '{ print $5 }' "$ostat")" -gt $((w0 + 20)) ]; do sleep 0.05; done
 sleep "$((delay / 1000)).$(printf %03d $((delay % 1000)))"

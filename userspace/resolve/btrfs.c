@@ -92,8 +92,8 @@ struct skey {
 	uint32_t type;
 };
 
-static int search(struct bctx *b, uint64_t tree, struct skey min, struct skey max,
-		  uint64_t min_transid, item_fn fn, void *ctx)
+static int tree_search(struct bctx *b, uint64_t tree, struct skey min, struct skey max,
+		       uint64_t min_transid, item_fn fn, void *ctx)
 {
 	struct resolver *r = b->r;
 	/* Callbacks may search too: each search has its own buffer. */
@@ -273,7 +273,7 @@ static char *subvol_top(struct bctx *b, uint64_t tree, int depth)
 
 	if (tree == BTRFS_FS_TREE_OBJECTID)
 		return xstrdup("");
-	if (depth > 64 || search(b, BTRFS_ROOT_TREE_OBJECTID, lo, hi, 0, backref_item, &br) ||
+	if (depth > 64 || tree_search(b, BTRFS_ROOT_TREE_OBJECTID, lo, hi, 0, backref_item, &br) ||
 	    !br.found)
 		return NULL;
 	pp = subvol_top(b, br.parent, depth + 1);
@@ -365,7 +365,7 @@ static int map_changes(struct bctx *b)
 	struct rangeset mapped;
 	int rc;
 
-	rc = search(b, BTRFS_CHUNK_TREE_OBJECTID, lo, hi, 0, chunk_item, NULL);
+	rc = tree_search(b, BTRFS_CHUNK_TREE_OBJECTID, lo, hi, 0, chunk_item, NULL);
 	if (rc)
 		return rc;
 	rs_init(&mapped);
@@ -476,7 +476,7 @@ static int scan_extents(struct bctx *b)
 		lo.objectid = from;
 		lo.type = BTRFS_EXTENT_ITEM_KEY;
 		lo.offset = 0;
-		rc = search(b, BTRFS_EXTENT_TREE_OBJECTID, lo, hi, 0, extent_item, NULL);
+		rc = tree_search(b, BTRFS_EXTENT_TREE_OBJECTID, lo, hi, 0, extent_item, NULL);
 		if (rc)
 			return rc;
 		done = e;
@@ -511,7 +511,7 @@ static int raise_gen_before(struct bctx *b)
 
 	for (int pass = 0; pass < 8 && b->gen_min; pass++) {
 		uint64_t before = b->gen_before;
-		int rc = search(b, BTRFS_EXTENT_TREE_OBJECTID, lo, hi,
+		int rc = tree_search(b, BTRFS_EXTENT_TREE_OBJECTID, lo, hi,
 				b->gen_before ? b->gen_before : 1, gen_item, NULL);
 
 		if (rc)
@@ -659,11 +659,11 @@ static int changed_leaves(struct bctx *b)
 
 	if (!b->gen_min)
 		return RX_OK;	/* no tree block written since the epoch */
-	rc = search(b, BTRFS_ROOT_TREE_OBJECTID, lo, hi, 0, root_item, &rs);
+	rc = tree_search(b, BTRFS_ROOT_TREE_OBJECTID, lo, hi, 0, root_item, &rs);
 	for (size_t i = 0; !rc && i < rs.n; i++) {
 		struct leaf_ctx lc = { rs.v[i], 0 };
 
-		rc = search(b, rs.v[i], all_lo, all_hi, b->gen_min, leaf_item, &lc);
+		rc = tree_search(b, rs.v[i], all_lo, all_hi, b->gen_min, leaf_item, &lc);
 		progress(b->r, "btrfs: searching subvolume %llu", (unsigned long long)rs.v[i]);
 	}
 	free(rs.v);
@@ -735,7 +735,7 @@ static char *refs_path(struct bctx *b, uint64_t root, uint64_t dir, unsigned dep
 	const char *pp;
 	char *out = NULL;
 
-	if (depth > 65536 || search(b, root, lo, hi, 0, uref_item, &u) || !u.name || u.parent == dir)
+	if (depth > 65536 || tree_search(b, root, lo, hi, 0, uref_item, &u) || !u.name || u.parent == dir)
 		goto out;
 	pp = dir_path_depth(b, root, u.parent, depth + 1);
 	if (pp) {
@@ -909,7 +909,7 @@ static int name_item(struct bctx *b, struct item *it)
 	struct ref_ctx rc = { it, 0 };
 	int e;
 
-	e = search(b, it->root, lo, hi, 0, inode_item, &ii);
+	e = tree_search(b, it->root, lo, hi, 0, inode_item, &ii);
 	if (e)
 		return e;
 	if (!ii.found)
@@ -932,7 +932,7 @@ static int name_item(struct bctx *b, struct item *it)
 		free(top);
 		return RX_OK;
 	}
-	e = search(b, it->root, rlo, rhi, 0, ref_item, &rc);
+	e = tree_search(b, it->root, rlo, rhi, 0, ref_item, &rc);
 	if (!e && rc.bad)
 		e = rx_fail(b->r, RX_ERROR, "btrfs: malformed inode reference of %llu in tree %llu",
 			    (unsigned long long)it->ino, (unsigned long long)it->root);
@@ -994,7 +994,7 @@ static int file_ranges(struct bctx *b, struct item *it)
 	int rc;
 
 	rs_init(&fx.mapped);
-	rc = search(b, it->root, lo, hi, 0, file_extent, &fx);
+	rc = tree_search(b, it->root, lo, hi, 0, file_extent, &fx);
 	if (!rc && fx.map_changed) {
 		/* Holes (punched, or truncated and extended) read as zeros. */
 		struct rangeset all, holes;

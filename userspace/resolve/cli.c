@@ -4,6 +4,7 @@
 #include <getopt.h>
 #include <stdio.h>
 
+#include "libchj.h"
 #include "resolve.h"
 
 const char resolve_usage[] =
@@ -26,6 +27,7 @@ const char resolve_help[] =
 "  --stats        counts, what the changed regions were attributed to, and\n"
 "                 time per phase, on stderr\n"
 "  -h, --help     show this help\n"
+"  --version      print the version\n"
 "\n"
 "It calls syncfs() on the filesystem before reading the change map, so that\n"
 "everything written before it started is on the device and in the map.\n"
@@ -36,7 +38,9 @@ const char resolve_help[] =
 "\n"
 "Exit status: 0 success; 1 error; 2 usage error; 3 full scan needed: the\n"
 "change map cannot be used (the target is in fail mode, EPOCH is no longer\n"
-"retained, the filesystem is not on DEVICE, or its layout is unsupported).\n"
+"retained or newer than the current one, the metadata is damaged, the\n"
+"filesystem is not on DEVICE or its layout is unsupported), or a change\n"
+"could not be attributed to a file with certainty.\n"
 "Nothing is printed on stdout unless the status is 0.\n";
 
 static int usage_error(const char *fmt, const char *arg)
@@ -57,6 +61,7 @@ int resolve_parse_args(struct resolver *r, int argc, char **argv)
 		{ "mount", required_argument, NULL, 'm' },
 		{ "stats", no_argument, NULL, 'S' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ 0 }
 	};
 	int opt, zero = 0, json = 0;
@@ -66,7 +71,7 @@ int resolve_parse_args(struct resolver *r, int argc, char **argv)
 	while ((opt = getopt_long(argc, argv, "0h", lo, NULL)) != -1) {
 		switch (opt) {
 		case 's':
-			if (parse_u64(optarg, &r->since))
+			if (chj_parse_u64(optarg, &r->since))
 				return usage_error("--since %s: not an epoch number", optarg);
 			r->have_since = 1;
 			break;
@@ -74,6 +79,9 @@ int resolve_parse_args(struct resolver *r, int argc, char **argv)
 		case 'j': json = 1; break;
 		case 'm': r->mount_opt = optarg; break;
 		case 'S': r->want_stats = 1; break;
+		case 'V':
+			printf("chj-resolve %s (metadata format %u)\n", CHJ_RELEASE, CHJ_VERSION);
+			return -1;
 		case 'h':
 			fputs(resolve_usage, stdout);
 			fputs(resolve_help, stdout);

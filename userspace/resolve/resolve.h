@@ -41,7 +41,6 @@ char *xstrdup(const char *s);
 /* Grow *v (of *cap elements of size sz) to hold at least need elements. */
 void xgrow(void **v, size_t *cap, size_t need, size_t sz);
 double now_sec(void);
-int parse_u64(const char *s, uint64_t *v);
 
 /*
  * A set of 64-bit keys (open addressing): visited-block sets, dedup.
@@ -373,8 +372,6 @@ int btrfs_before_map(struct resolver *r);
 /* Default output: a path starting with '/' is literal; one starting with
  * '\' is escaped (\\ and \n), as sha256sum does. */
 void out_escape_line(FILE *f, const char *path);
-/* A JSON string; bytes that are not UTF-8 become \udcXX (surrogateescape). */
-void out_json_string(FILE *f, const char *s);
 int output_results(struct resolver *r, FILE *f);
 
 #endif /* CHJ_RESOLVE_H */

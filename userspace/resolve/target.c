@@ -157,11 +157,15 @@ int target_read_changes(struct resolver *r)
 	if (chj_meta_open_live(&m, r->dm_name, &e) ||
 	    chj_changes_since(m, r->since, &ch, &e)) {
 		chj_meta_close(m);
-		if (e.rc == CHJ_ERR_NOT_RETAINED)
-			return rx_fail(r, RX_FULL_SCAN, "%s", e.msg);
-		return rx_fail(r, e.rc == CHJ_ERR_FUTURE ? RX_USAGE : RX_ERROR, "%s", e.msg);
+		/* The one rule of chj and chj-resolve (chj(8), EXIT STATUS). */
+		return rx_fail(r, chj_rc_full_backup(e.rc) ? RX_FULL_SCAN : RX_ERROR, "%s", e.msg);
 	}
 	chj_meta_close(m);
+	/* A damaged bitmap block makes the answer untrustworthy: full scan. */
+	if (chj_changes_trusted(ch, r->dm_name, &e)) {
+		chj_changes_free(ch);
+		return rx_fail(r, chj_rc_full_backup(e.rc) ? RX_FULL_SCAN : RX_ERROR, "%s", e.msg);
+	}
 	in = chj_changes_info(ch);
 	memcpy(r->chj_uuid, in->sb.uuid, sizeof(r->chj_uuid));
 	r->current_epoch = in->sb.current_epoch;

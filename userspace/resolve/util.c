@@ -73,21 +73,6 @@ double now_sec(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-int parse_u64(const char *s, uint64_t *v)
-{
-	char *end;
-	unsigned long long x;
-
-	if (!s || !*s || *s < '0' || *s > '9')
-		return -1;
-	errno = 0;
-	x = strtoull(s, &end, 10);
-	if (errno || *end)
-		return -1;
-	*v = x;
-	return 0;
-}
-
 int rx_fail(struct resolver *r, int code, const char *fmt, ...)
 {
 	va_list ap;

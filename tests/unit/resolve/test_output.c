@@ -23,7 +23,7 @@ static char *json(const char *s)
 	size_t len = 0;
 	FILE *f = open_memstream(&buf, &len);
 
-	out_json_string(f, s);
+	chj_json_str(f, s);
 	fclose(f);
 	return buf;
 }
