@@ -215,6 +215,42 @@ int cli_fail(const struct chj_error *e)
 	return chj_rc_full_backup(e->rc) ? EXIT_FULL_BACKUP : EXIT_ERROR;
 }
 
+int cli_source(const struct chj_cmd *c, int argc, char **argv, const char *metadata,
+	       const char **name)
+{
+	if (metadata && optind != argc)
+		return cli_usage(c, "give NAME or --metadata, not both");
+	if (!metadata && optind != argc - 1)
+		return cli_usage(c, optind == argc ? "NAME or --metadata is required" :
+				 "too many arguments");
+	*name = metadata ? NULL : argv[optind];
+	return 0;
+}
+
+int cli_changes(const char *metadata, const char *name, uint64_t since,
+		struct chj_changes **ch)
+{
+	struct chj_error e = { 0 };
+	struct chj_meta *m = NULL;
+	int rc;
+
+	*ch = NULL;
+	if (metadata)
+		rc = chj_meta_open(&m, metadata, 0, &e);
+	else
+		rc = chj_meta_open_live(&m, name, &e);
+	/* The whole answer is computed before anything is printed or served. */
+	if (!rc)
+		rc = chj_changes_since(m, since, ch, &e);
+	chj_meta_close(m);
+	/* Damaged bitmap blocks: the map cannot be trusted (exit 3). */
+	if (!rc && (rc = chj_changes_trusted(*ch, metadata ? metadata : name, &e))) {
+		chj_changes_free(*ch);
+		*ch = NULL;
+	}
+	return rc ? cli_fail(&e) : 0;
+}
+
 int cli_getopt(const struct chj_cmd *c, int argc, char **argv,
 	       const char *shortopts, const struct option *longopts)
 {

@@ -40,6 +40,19 @@ int cli_usage(const struct chj_cmd *c, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 /* Print "chj: msg" for a library error; return EXIT_ERROR or EXIT_FULL_BACKUP. */
 int cli_fail(const struct chj_error *e);
+/*
+ * After the options: NAME (a live device) or --metadata, exactly one of
+ * them; *name is NULL with --metadata.  0, or the usage exit code.
+ */
+int cli_source(const struct chj_cmd *c, int argc, char **argv, const char *metadata,
+	       const char **name);
+/*
+ * The changes since EPOCH of METADATA, or of the live device NAME: the whole
+ * answer, and only a trusted one.  0, or the error printed and the exit
+ * code (EXIT_FULL_BACKUP where chj_rc_full_backup() says so).
+ */
+int cli_changes(const char *metadata, const char *name, uint64_t since,
+		struct chj_changes **ch);
 /* Print chj CMD --help to stdout (chj_main does, for --help or -h). */
 void cli_help(const struct chj_cmd *c);
 /*

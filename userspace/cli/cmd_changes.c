@@ -36,13 +36,7 @@ static int changes_args(const struct chj_cmd *c, int argc, char **argv, struct o
 	}
 	if (!o->have_since)
 		return cli_usage(c, "--since EPOCH is required");
-	if (o->metadata && optind != argc)
-		return cli_usage(c, "give NAME or --metadata, not both");
-	if (!o->metadata && optind != argc - 1)
-		return cli_usage(c, optind == argc ? "NAME or --metadata is required" :
-				 "too many arguments");
-	o->name = o->metadata ? NULL : argv[optind];
-	return 0;
+	return cli_source(c, argc, argv, o->metadata, &o->name);
 }
 
 static void changes_print(const struct chj_changes *ch, const struct opts *o)
@@ -79,25 +73,11 @@ int cmd_changes(int argc, char **argv)
 {
 	const struct chj_cmd *c = chj_find_cmd("changes");
 	struct opts o = { 0 };
-	struct chj_error e = { 0 };
-	struct chj_meta *m = NULL;
-	struct chj_changes *ch = NULL;
+	struct chj_changes *ch;
 	int rc = changes_args(c, argc, argv, &o);
 
-	if (rc)
+	if (rc || (rc = cli_changes(o.metadata, o.name, o.since, &ch)))
 		return rc;
-	if (o.metadata)
-		rc = chj_meta_open(&m, o.metadata, 0, &e);
-	else
-		rc = chj_meta_open_live(&m, o.name, &e);
-	/* The whole answer is computed before the first line is printed. */
-	if (!rc)
-		rc = chj_changes_since(m, o.since, &ch, &e);
-	chj_meta_close(m);
-	if (!rc && (rc = chj_changes_trusted(ch, o.metadata ? o.metadata : o.name, &e)))
-		chj_changes_free(ch);
-	if (rc)
-		return cli_fail(&e);
 	changes_print(ch, &o);
 	chj_changes_free(ch);
 	return cli_finish(EXIT_OK);

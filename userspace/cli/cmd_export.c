@@ -30,7 +30,7 @@ struct opts {
 	const char *export_name, *tmpdir, *pid_file;
 };
 
-static int parse(const struct chj_cmd *c, int argc, char **argv, struct opts *o)
+static int export_args(const struct chj_cmd *c, int argc, char **argv, struct opts *o)
 {
 	static const struct option lo[] = {
 		{ "since", required_argument, NULL, 's' },
@@ -83,11 +83,6 @@ static int parse(const struct chj_cmd *c, int argc, char **argv, struct opts *o)
 		return cli_usage(c, "--snapshot DEV is required");
 	if (!o->socket == !o->tcp)
 		return cli_usage(c, "give one of --socket PATH and --tcp HOST:PORT");
-	if (o->metadata && optind != argc)
-		return cli_usage(c, "give NAME or --metadata, not both");
-	if (!o->metadata && optind != argc - 1)
-		return cli_usage(c, optind == argc ? "NAME or --metadata is required" :
-				 "too many arguments");
 	if (o->tcp && (!strrchr(o->tcp, ':') || !strrchr(o->tcp, ':')[1]))
 		return cli_usage(c, "--tcp %s: not HOST:PORT", o->tcp);
 	if (!o->bitmap)
@@ -99,8 +94,7 @@ static int parse(const struct chj_cmd *c, int argc, char **argv, struct opts *o)
 		return cli_usage(c, "--bitmap: 1 to %d characters", CHJ_QCOW2_MAX_NAME);
 	if (!o->export_name)
 		o->export_name = "";
-	o->name = o->metadata ? NULL : argv[optind];
-	return 0;
+	return cli_source(c, argc, argv, o->metadata, &o->name);
 }
 
 /* The temporary directory, the qcow2 wrapper and qemu-nbd's pid file. */
@@ -322,15 +316,13 @@ int cmd_export(int argc, char **argv)
 {
 	const struct chj_cmd *c = chj_find_cmd("export");
 	struct opts o = { 0 };
-	struct chj_error e = { 0 };
-	struct chj_meta *m = NULL;
 	struct chj_changes *ch = NULL;
 	struct tmp t;
 	sigset_t block, old;
 	unsigned gran_bits;
 	pid_t server = 0;
 	struct stat st;
-	int rc = parse(c, argc, argv, &o);
+	int rc = export_args(c, argc, argv, &o);
 
 	if (rc)
 		return rc < 0 ? cli_finish(EXIT_OK) : rc;
@@ -343,21 +335,9 @@ int cmd_export(int argc, char **argv)
 	sigaddset(&block, SIGCHLD);
 	sigprocmask(SIG_BLOCK, &block, &old);
 
-	if (o.metadata)
-		rc = chj_meta_open(&m, o.metadata, 0, &e);
-	else
-		rc = chj_meta_open_live(&m, o.name, &e);
-	if (!rc)
-		rc = chj_changes_since(m, o.since, &ch, &e);
-	chj_meta_close(m);
-	if (rc) {
-		rc = cli_fail(&e);
+	rc = cli_changes(o.metadata, o.name, o.since, &ch);
+	if (rc)
 		goto out;
-	}
-	if (chj_changes_info(ch)->damaged_bitmap_blocks)
-		fprintf(stderr, "chj: warning: %s: %llu damaged bitmap blocks: their regions are reported as changed (run chj check)\n",
-			o.metadata ? o.metadata : o.name,
-			(unsigned long long)chj_changes_info(ch)->damaged_bitmap_blocks);
 	{
 		uint64_t region = (uint64_t)chj_changes_info(ch)->sb.region_sectors << CHJ_SECTOR_SHIFT;
 
