@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "libchj.h"
 #include "resolve.h"
 #include "suites.h"
 
