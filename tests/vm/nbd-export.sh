@@ -164,7 +164,7 @@ case $CHJ_BOOT in
 		assert_eq "${SERVERS:-0}" "$(pgrep -c -x qemu-nbd || true)" "qemu-nbd servers after chj export $*"
 	}
 	S=(--snapshot /dev/mapper/snap --tmpdir "$TMPD")
-	bad 1 "newer than the current epoch" data --since 999 "${S[@]}" --socket $SOCK
+	bad 3 "newer than the current epoch" data --since 999 "${S[@]}" --socket $SOCK
 	bad 3 "full backup" data --since 0 "${S[@]}" --socket $SOCK
 	bad 1 "not a chj device" lv --since 1 "${S[@]}" --socket $SOCK
 	bad 1 "snapshot is 16777216 bytes" data --since 1 --snapshot /dev/vda --tmpdir $TMPD --socket $SOCK
