@@ -175,8 +175,9 @@ resolve_xfs() {
 resolve_exit_tests() {
 	local name=$1 mnt=$2 dev=$3 cur
 	cur=$(st "$name" cur)
-	log "exit 2: an epoch in the future"
-	rexpect 2 "$RESOLVE" --since $((cur + 1)) "$name"
+	log "exit 3: an epoch in the future (chj's exit-code table: a full backup)"
+	rexpect 3 "$RESOLVE" --since $((cur + 1)) "$name"
+	grep -q "newer than the current epoch" "$CHJ_OUT/last.err" || fail "no 'newer than the current epoch'"
 	log "exit 2: usage errors"
 	rexpect 2 "$RESOLVE" -0 --json "$name"
 	rexpect 2 "$RESOLVE"
