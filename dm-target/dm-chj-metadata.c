@@ -1,20 +1,21 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * dm-chj metadata: format, load, mark commit and checkpoint.
+ * dm-chj metadata: format, load, the two tiers of marks, checkpoint.
  *
  * The on-disk layout is defined in include/chj_format.h and docs/format.md.
  * Ordering rules this file keeps:
- *  - a bitmap block is written with FUA, and its bits are published to the
- *    lock-free in-core bitmap only after the write completed;
+ *  - a chunk is usable for writes (cmark) only after a superblock whose
+ *    intent map marks it completed with FUA;
+ *  - a chunk stops being usable before the exact bits of its regions are
+ *    copied for writing, and its mark is cleared on disk only by a
+ *    superblock written with PREFLUSH after those bitmap writes completed;
  *  - a closed epoch's journal record is written before the superblock that
  *    ends the epoch, which goes out with PREFLUSH|FUA;
  *  - journal blocks that a retained epoch still owns are never overwritten:
  *    a superblock that drops those epochs is committed first.
  */
 #include <linux/bio.h>
-#include <linux/crc32.h>
 #include <linux/crc32c.h>
-#include <linux/crc32poly.h>
 #include <linux/device-mapper.h>
 #include <linux/mm.h>
 #include <linux/slab.h>
@@ -27,12 +28,8 @@
 
 #define DM_MSG_PREFIX "chj"
 
-/* Block buffers for batched metadata I/O: the staging limit per commit. */
+/* Block buffers for batched metadata I/O. */
 #define CHJ_BATCH 64
-
-/* Bitmap words checksummed one by one before a whole block is cheaper. */
-#define CHJ_CSUM_WORDS 4
-#define CHJ_BITMAP_WORDS (CHJ_BITMAP_BYTES / sizeof(u64))
 
 struct chj_metadata {
 	struct block_device *bdev;
@@ -48,45 +45,42 @@ struct chj_metadata {
 	u64 bitmap_blocks;
 	u64 cur_epoch;
 
-	/* Durable marks of the current epoch: chj_format.h bit order. */
+	/*
+	 * The exact map in core: every region written in the current epoch,
+	 * set before the write is issued (chj_format.h bit order).  dirty:
+	 * bitmap blocks with bits set since they were last copied for writing.
+	 */
 	u8 *bits;
 	size_t bits_len;
 	atomic64_t marked;
+	unsigned long *dirty;
 
 	/*
-	 * I/O buffers; while staging, buffer i holds bitmap block blk[i], and
-	 * lo[i]..hi[i] bound the 64-bit words of it that staging touched.
-	 * fresh[i]: buffer i still equals the durable current-epoch image of
-	 * block blk[i] (it was written and published), so staging that block
-	 * again needs no copy.  Any other use of the buffers clears it.
+	 * The intent map.  intent: as in the superblock in force (disk bit
+	 * order), the chunk marks a crash would answer with.  cmark: chunks
+	 * marked there and not being retired, read lock-free by the fast
+	 * path.  cactive: chunks written since the last clean pass (a hint
+	 * for retiring idle ones).  cwant: chunks to mark in the next commit.
 	 */
+	u32 chunk_shift;
+	u32 want_shift;		/* the table's; bigger origins get bigger */
+	u64 nr_chunks;
+	u8 intent[CHJ_INTENT_BYTES];
+	DECLARE_BITMAP(cmark, CHJ_MAX_CHUNKS);
+	DECLARE_BITMAP(cactive, CHJ_MAX_CHUNKS);
+	DECLARE_BITMAP(cwant, CHJ_MAX_CHUNKS);
+	/* Scratch for chj_md_clean() and chj_md_checkpoint() (under lock). */
+	DECLARE_BITMAP(retire, CHJ_MAX_CHUNKS);
+	u8 saved_intent[CHJ_INTENT_BYTES];
+
 	struct page *pages[CHJ_BATCH];
-	u64 blk[CHJ_BATCH];
-	u16 lo[CHJ_BATCH], hi[CHJ_BATCH];
-	DECLARE_BITMAP(fresh, CHJ_BATCH);
-	unsigned int nr_staged;
 
-	/*
-	 * Per bitmap block, when its crc_known bit is set: the CRC-32C register
-	 * (before the final inversion) of bytes [4, 4096) of the block as last
-	 * written in the current epoch, whose bits equal the in-core bits.  A
-	 * commit then checksums only the words it changed.
-	 */
-	u32 *raw_crc;
-	unsigned long *crc_known;
-	u32 wraw[CHJ_BATCH];	/* the registers of the buffers being written */
-
-	/* The staged blocks' writes: at most one batch is in flight. */
-	struct bio *wbio[CHJ_BATCH];	/* bio_kmalloc()ed, one vec each */
-	atomic_t wpending;
-	blk_status_t wstatus;
-	chj_md_done_fn wdone;
-	void *wctx;
-
-	/* Blocks written since load (read by status while being written). */
+	/* Since load (read by status while being written). */
 	u64 bitmap_writes;
 	u64 journal_writes;
 	u64 sb_writes;
+	u64 chunk_marks;
+	u64 chunk_retires;
 };
 
 static u32 chj_csum(const void *p, size_t len)
@@ -97,12 +91,6 @@ static u32 chj_csum(const void *p, size_t len)
 static void *buf(struct chj_metadata *md, unsigned int i)
 {
 	return page_address(md->pages[i]);
-}
-
-/* The buffers are about to hold something else, or the bitmap changed. */
-static void forget_bufs(struct chj_metadata *md)
-{
-	bitmap_zero(md->fresh, CHJ_BATCH);
 }
 
 /* ---------------------------------------------------------------- I/O -- */
@@ -173,26 +161,47 @@ static bool sb_is_blank(const void *p)
 	return !memchr_inv(p, 0, CHJ_SB_BYTES);
 }
 
-/* Valid copy: checksum, magic, consistent fields, and in its own slot. */
-static bool sb_valid(const struct chj_superblock *sb, u64 slot, u64 dev_blocks)
+static struct chj_intent *block_intent(void *block)
 {
-	return le32_to_cpu(sb->magic) == CHJ_SB_MAGIC &&
-	       le32_to_cpu(sb->csum) == chj_csum(sb, CHJ_SB_BYTES) &&
-	       (le64_to_cpu(sb->seq) & 1) == slot &&
-	       !chj_sb_check(sb, dev_blocks);
+	return block + CHJ_INTENT_OFFSET;
 }
 
 /*
- * Read both copies and pick the newest valid one.  Returns 1 for a blank
- * (all-zero) superblock area, 0 with *out filled, or -errno.
+ * A copy's reason to be refused, or NULL: checksum, magic, consistent
+ * fields, its own slot, and (format 2) an intent map of the same commit.
+ */
+static const char *sb_refused(void *block, u64 slot, u64 dev_blocks)
+{
+	const struct chj_superblock *sb = block;
+	const struct chj_intent *in = block_intent(block);
+	const char *why;
+
+	if (le32_to_cpu(sb->magic) != CHJ_SB_MAGIC ||
+	    le32_to_cpu(sb->csum) != chj_csum(sb, CHJ_SB_BYTES))
+		return "Metadata device holds neither a chj superblock nor zeroes";
+	why = chj_sb_check(sb, dev_blocks);
+	if (why)
+		return why;
+	if ((le64_to_cpu(sb->seq) & 1) != slot)
+		return "superblock sequence number in the wrong block";
+	if (le32_to_cpu(sb->version) < 2)
+		return NULL;
+	return chj_intent_check(sb, in, chj_csum(in, sizeof(*in)));
+}
+
+/*
+ * Read both copies and pick the newest valid one, with its intent map when
+ * it has one (else *intent is zeroed).  Returns 1 for a blank (all-zero)
+ * superblock area, 0 with *out filled, or -errno.
  */
 static int sb_read(struct block_device *bdev, struct page *page,
-		   struct chj_superblock *out, char **error)
+		   struct chj_superblock *out, struct chj_intent *intent,
+		   char **error)
 {
 	u64 dev_blocks = bdev_nr_sectors(bdev) / CHJ_BLOCK_SECTORS;
-	struct chj_superblock copy[CHJ_SB_COPIES];
 	const char *why = NULL;
 	int r, best = -1, blank = 0;
+	u64 best_seq = 0;
 	unsigned int i;
 
 	if (dev_blocks < CHJ_SB_COPIES) {
@@ -200,32 +209,41 @@ static int sb_read(struct block_device *bdev, struct page *page,
 		return -EINVAL;
 	}
 	for (i = 0; i < CHJ_SB_COPIES; i++) {
+		void *p = page_address(page);
+		const char *no;
+
 		r = chj_read_block(bdev, i, page);
 		if (r) {
 			*error = "Cannot read metadata superblock";
 			return r;
 		}
-		memcpy(&copy[i], page_address(page), CHJ_SB_BYTES);
-		if (sb_is_blank(&copy[i])) {
+		if (sb_is_blank(p)) {
 			blank++;
 			continue;
 		}
-		if (le32_to_cpu(copy[i].magic) == CHJ_SB_MAGIC &&
-		    le32_to_cpu(copy[i].csum) == chj_csum(&copy[i], CHJ_SB_BYTES))
-			why = chj_sb_check(&copy[i], dev_blocks);
-		if (!sb_valid(&copy[i], i, dev_blocks))
+		no = sb_refused(p, i, dev_blocks);
+		if (no) {
+			why = why ? why : no;
 			continue;
-		if (best < 0 || le64_to_cpu(copy[i].seq) > le64_to_cpu(copy[best].seq))
-			best = i;
+		}
+		if (best >= 0 && le64_to_cpu(((struct chj_superblock *)p)->seq) <= best_seq)
+			continue;
+		best = i;
+		best_seq = le64_to_cpu(((struct chj_superblock *)p)->seq);
+		memcpy(out, p, CHJ_SB_BYTES);
+		if (intent) {
+			if (le32_to_cpu(out->version) >= 2)
+				memcpy(intent, block_intent(p), sizeof(*intent));
+			else
+				memset(intent, 0, sizeof(*intent));
+		}
 	}
 	if (blank == CHJ_SB_COPIES)
 		return 1;
 	if (best < 0) {
-		*error = why ? (char *)why :
-			"Metadata device holds neither a chj superblock nor zeroes";
+		*error = (char *)why;
 		return -EINVAL;
 	}
-	*out = copy[best];
 	return 0;
 }
 
@@ -239,27 +257,42 @@ int chj_md_peek(struct block_device *bdev, struct chj_superblock *sb,
 		*error = "Cannot allocate superblock buffer";
 		return -ENOMEM;
 	}
-	r = sb_read(bdev, page, sb, error);
+	r = sb_read(bdev, page, sb, NULL, error);
 	__free_page(page);
 	*blank = r == 1;
 	return r < 0 ? r : 0;
 }
 
-/* Commit a new superblock: seq + 1, into the other slot, durable. */
-static int sb_commit(struct chj_metadata *md, struct chj_superblock *sb)
+/*
+ * Commit a new superblock, format 2, with the in-core intent map: seq + 1,
+ * into the other slot, FUA.  flush: PREFLUSH too, for a superblock that
+ * depends on earlier writes (journal blocks, bitmap blocks of retired
+ * chunks); a commit that only adds chunk marks depends on none.
+ */
+static int sb_commit_opf(struct chj_metadata *md, struct chj_superblock *sb,
+			 bool flush)
 {
 	u64 seq = le64_to_cpu(md->sb.seq) + 1;
 	u64 slot = seq & 1;
 	void *p = page_address(md->sb_page);
+	struct chj_intent *in = block_intent(p);
+	blk_opf_t opf = REQ_OP_WRITE | REQ_SYNC | REQ_FUA;
 	int r;
 
+	sb->version = cpu_to_le32(CHJ_VERSION);
 	sb->seq = cpu_to_le64(seq);
 	sb->csum = cpu_to_le32(chj_csum(sb, CHJ_SB_BYTES));
 	memset(p, 0, CHJ_BLOCK_SIZE);
 	memcpy(p, sb, CHJ_SB_BYTES);
+	in->magic = cpu_to_le32(CHJ_INTENT_MAGIC);
+	in->seq = cpu_to_le64(seq);
+	in->chunk_shift = cpu_to_le32(md->chunk_shift);
+	memcpy(in->bits, md->intent, sizeof(in->bits));
+	in->csum = cpu_to_le32(chj_csum(in, sizeof(*in)));
 	WRITE_ONCE(md->sb_writes, md->sb_writes + 1);
-	r = chj_io(md, REQ_OP_WRITE | REQ_SYNC | REQ_PREFLUSH | REQ_FUA,
-		   &slot, &md->sb_page, 1);
+	if (flush)
+		opf |= REQ_PREFLUSH;
+	r = chj_io(md, opf, &slot, &md->sb_page, 1);
 	if (r) {
 		DMERR("superblock commit failed: %d", r);
 		return r;
@@ -271,368 +304,254 @@ static int sb_commit(struct chj_metadata *md, struct chj_superblock *sb)
 	return 0;
 }
 
-/* --------------------------------------------------------------- bitmap -- */
-
-/* Set bits [start, start + count) of a chj_format.h bit array. */
-static void bits_set(u8 *bits, u64 start, u64 count)
+static int sb_commit(struct chj_metadata *md, struct chj_superblock *sb)
 {
-	while (count && (start & 7)) {
-		bits[start >> 3] |= 1u << (start & 7);
-		start++;
-		count--;
-	}
-	memset(bits + (start >> 3), 0xff, count >> 3);
-	start += count & ~7ull;
-	count &= 7;
-	while (count--) {
-		bits[start >> 3] |= 1u << (start & 7);
-		start++;
-	}
+	return sb_commit_opf(md, sb, true);
 }
+
+/* --------------------------------------------------------------- bitmap -- */
 
 static size_t bits_len_for(u64 bitmap_blocks)
 {
 	return round_up(bitmap_blocks * CHJ_BITMAP_BYTES, sizeof(long));
 }
 
-bool chj_md_durable(struct chj_metadata *md, u64 first, u64 last)
+static void recount(struct chj_metadata *md)
 {
-	return find_next_zero_bit_le(md->bits, last + 1, first) > last;
-}
+	u64 blk;
 
-/* Fill buffer i with a header for bitmap block blk of the current epoch. */
-static struct chj_bitmap_block *bitmap_buf(struct chj_metadata *md,
-					   unsigned int i, u64 blk)
-{
-	struct chj_bitmap_block *b = buf(md, i);
-
-	b->magic = cpu_to_le32(CHJ_BITMAP_MAGIC);
-	b->epoch = cpu_to_le64(md->cur_epoch);
-	md->blk[i] = blk;
-	md->lo[i] = CHJ_BITMAP_WORDS;	/* no word touched: whole-block CRC */
-	md->hi[i] = 0;
-	return b;
+	atomic64_set(&md->marked, 0);
+	for (blk = 0; blk < md->bitmap_blocks; blk++)
+		atomic64_add(bitmap_weight((unsigned long *)(md->bits + blk * CHJ_BITMAP_BYTES),
+					   CHJ_BITMAP_BYTES * 8), &md->marked);
 }
 
 /*
- * Staging slot holding bitmap block blk, claiming a free one if needed: a
- * free buffer that is still fresh for blk is moved into place uncopied.
+ * Exact bits [first, last] set in core, their blocks dirty; the caller
+ * recounts.  Fast-path writers may set bits meanwhile: the partial bytes at
+ * either end are set atomically, whole bytes become 0xff whatever raced.
  */
-static int stage_slot(struct chj_metadata *md, u64 blk)
+static void set_exact(struct chj_metadata *md, u64 first, u64 last)
 {
-	struct chj_bitmap_block *b;
-	unsigned int i, j;
+	u64 b, r = first;
 
-	for (i = 0; i < md->nr_staged; i++)
-		if (md->blk[i] == blk)
-			return i;
-	if (md->nr_staged == CHJ_BATCH)
-		return -1;
-	i = md->nr_staged++;
-	j = i;
-	for_each_set_bit_from(j, md->fresh, CHJ_BATCH) {
-		if (md->blk[j] != blk)
-			continue;
-		swap(md->pages[i], md->pages[j]);
-		swap(md->blk[i], md->blk[j]);
-		assign_bit(j, md->fresh, test_bit(i, md->fresh));
-		__clear_bit(i, md->fresh);
-		bitmap_buf(md, i, blk);
-		return i;
+	for (; r <= last && (r & 7); r++)
+		set_bit_le(r, md->bits);
+	if (last - r + 1 >= 8) {
+		memset(md->bits + (r >> 3), 0xff, (last - r + 1) >> 3);
+		r += (last - r + 1) & ~7ull;
 	}
-	__clear_bit(i, md->fresh);
-	b = bitmap_buf(md, i, blk);
-	memcpy(b->bits, md->bits + blk * CHJ_BITMAP_BYTES, CHJ_BITMAP_BYTES);
-	return i;
+	for (; r <= last; r++)
+		set_bit_le(r, md->bits);
+	for (b = div64_u64(first, CHJ_REGIONS_PER_BLOCK);
+	     b <= div64_u64(last, CHJ_REGIONS_PER_BLOCK); b++)
+		set_bit(b, md->dirty);
 }
 
-int chj_md_stage(struct chj_metadata *md, u64 first, u64 last, u64 *next)
+/*
+ * The fast path.  The exact bits are set before the chunk marks are read,
+ * with a full barrier between (test_and_set_bit_le() is one; the read-only
+ * case needs smp_rmb()): retiring a chunk clears its cmark bit before it
+ * reads the exact bits (chj_md_clean()), so either this write sees the
+ * chunk unusable and waits for a new mark, or the retiring pass sees the
+ * bits and writes them before the chunk's mark is cleared on disk.
+ */
+bool chj_md_covered(struct chj_metadata *md, u64 first, u64 last)
 {
-	u64 r = first;
+	u32 shift = md->chunk_shift;
+	u64 r = first, c;
 
-	while (r <= last) {
-		struct chj_bitmap_block *b;
-		u64 blk, base, end;
-		int i;
-
+	for (;;) {
 		r = find_next_zero_bit_le(md->bits, last + 1, r);
 		if (r > last)
 			break;
-		blk = div64_u64(r, CHJ_REGIONS_PER_BLOCK);
-		base = blk * CHJ_REGIONS_PER_BLOCK;
-		end = min(last, base + CHJ_REGIONS_PER_BLOCK - 1);
-		i = stage_slot(md, blk);
-		if (i < 0) {
-			*next = r;
-			return 1;
+		if (!test_and_set_bit_le(r, md->bits)) {
+			u64 blk = div64_u64(r, CHJ_REGIONS_PER_BLOCK);
+
+			atomic64_inc(&md->marked);
+			if (!test_bit(blk, md->dirty))
+				set_bit(blk, md->dirty);
 		}
-		b = buf(md, i);
-		bits_set(b->bits, r - base, end - r + 1);
-		md->lo[i] = min_t(u64, md->lo[i], (r - base) / 64);
-		md->hi[i] = max_t(u64, md->hi[i], (end - base) / 64);
-		r = end + 1;
+		r++;
 	}
-	*next = last + 1;
+	smp_rmb(); /* exact bits before chunk marks; pairs with chj_md_clean() */
+	for (c = first >> shift; c <= last >> shift; c++) {
+		if (!test_bit(c, md->cmark))
+			return false;
+		if (!test_bit(c, md->cactive))
+			set_bit(c, md->cactive);
+	}
+	return true;
+}
+
+void chj_md_want(struct chj_metadata *md, u64 first, u64 last)
+{
+	u64 c;
+
+	for (c = first >> md->chunk_shift; c <= last >> md->chunk_shift; c++)
+		if (!test_bit(c, md->cmark))
+			__set_bit(c, md->cwant);
+}
+
+static bool intent_test(const struct chj_metadata *md, u64 c)
+{
+	return md->intent[c / 8] & (1u << (c % 8));
+}
+
+int chj_md_commit_marks(struct chj_metadata *md)
+{
+	struct chj_superblock sb = md->sb;
+	unsigned long c;
+	u64 n = 0;
+	int r;
+
+	if (bitmap_empty(md->cwant, md->nr_chunks))
+		return 0;
+	/* A chunk may be marked on disk still, as it is being retired. */
+	for_each_set_bit(c, md->cwant, md->nr_chunks) {
+		if (!intent_test(md, c))
+			n++;
+		md->intent[c / 8] |= 1u << (c % 8);
+	}
+	r = sb_commit_opf(md, &sb, false);
+	if (r) {
+		bitmap_zero(md->cwant, CHJ_MAX_CHUNKS);
+		return r;
+	}
+	/* Durable now: writes to these chunks may go. */
+	for_each_set_bit(c, md->cwant, md->nr_chunks)
+		set_bit(c, md->cmark);
+	bitmap_zero(md->cwant, CHJ_MAX_CHUNKS);
+	WRITE_ONCE(md->chunk_marks, md->chunk_marks + n);
 	return 0;
 }
 
-/*
- * OR words [lo, hi] of a durable block image into the in-core bitmap,
- * counting new marks.  The other words of a staged image are copies.
- */
-static void publish(struct chj_metadata *md, const struct chj_bitmap_block *b,
-		    u64 blk, unsigned int lo, unsigned int hi)
+/* Fill buffer i with bitmap block blk of the current epoch, from core. */
+static void copy_block(struct chj_metadata *md, unsigned int i, u64 blk)
 {
-	u64 *dst = (u64 *)(md->bits + blk * CHJ_BITMAP_BYTES);
-	const u64 *src = (const u64 *)b->bits;
-	unsigned int i;
-	u64 added = 0;
-
-	if (lo > hi) {
-		lo = 0;
-		hi = CHJ_BITMAP_WORDS - 1;
-	}
-	for (i = lo; i <= hi; i++) {
-		u64 old = READ_ONCE(dst[i]);
-		u64 new = src[i] & ~old;
-
-		if (new) {
-			added += hweight64(new);
-			WRITE_ONCE(dst[i], old | new);
-		}
-	}
-	atomic64_add(added, &md->marked);
-}
-
-/* CRC-32C register over bytes [4, 4096) of a block, before inversion. */
-static u32 block_raw_crc(const void *b)
-{
-	return ~chj_csum(b, CHJ_BLOCK_SIZE);
-}
-
-/*
- * CRC-32C is linear: flipping bits D of a message flips its register by
- * the CRC of D alone (from a zero register), shifted over the bytes after D.
- * So a block whose register is known costs one 8-byte CRC per changed word
- * instead of 4 KiB: what makes a one-bit commit cheap.
- */
-static u32 shift_by[CHJ_BITMAP_WORDS];	/* x^(8 * bytes after word w) mod P */
-
-/* Multiply in GF(2)[x] mod P, bit-reflected (bit 31 is x^0), as lib/crc32.c. */
-static u32 gf2_mul(u32 x, u32 y)
-{
-	u32 product = x & 1 ? y : 0;
-	int i;
-
-	for (i = 0; i < 31; i++) {
-		product = (product >> 1) ^ (product & 1 ? CRC32C_POLY_LE : 0);
-		x >>= 1;
-		product ^= x & 1 ? y : 0;
-	}
-	return product;
-}
-
-static void init_shift_by(void)
-{
+	struct chj_bitmap_block *b = buf(md, i);
+	const u64 *src = (const u64 *)(md->bits + blk * CHJ_BITMAP_BYTES);
+	u64 *dst = (u64 *)b->bits;
 	unsigned int w;
-	size_t after;
 
-	for (w = 0; w < CHJ_BITMAP_WORDS; w++) {
-		after = CHJ_BLOCK_SIZE - offsetof(struct chj_bitmap_block, bits) -
-			(w + 1) * sizeof(u64);
-		shift_by[w] = __crc32c_le_shift(0x80000000u, after);
-	}
+	b->magic = cpu_to_le32(CHJ_BITMAP_MAGIC);
+	b->epoch = cpu_to_le64(md->cur_epoch);
+	/* Fast-path writers set bits meanwhile: a word is read once. */
+	for (w = 0; w < CHJ_BITMAP_BYTES / sizeof(u64); w++)
+		dst[w] = READ_ONCE(src[w]);
+	b->csum = cpu_to_le32(chj_csum(b, CHJ_BLOCK_SIZE));
 }
 
-static u32 word_crc_delta(u64 diff, unsigned int word)
-{
-	return gf2_mul(crc32c(0, &diff, sizeof(diff)), shift_by[word]);
-}
-
-int chj_md_init(void)
-{
-	static const unsigned int words[] = { 0, 1, 255, CHJ_BITMAP_WORDS - 1 };
-	struct chj_bitmap_block *b = kmalloc(sizeof(*b), GFP_KERNEL);
-	u32 raw, want;
-	unsigned int i;
-	u64 *w, old;
-
-	if (!b)
-		return -ENOMEM;
-	init_shift_by();
-	for (i = 0; i < CHJ_BLOCK_SIZE; i++)
-		((u8 *)b)[i] = i * 37 + (i >> 8);
-	w = (u64 *)b->bits;
-	raw = block_raw_crc(b);
-	for (i = 0; i < ARRAY_SIZE(words); i++) {
-		old = w[words[i]];
-		w[words[i]] |= 0x8000000000000001ull << (i & 1);
-		raw ^= word_crc_delta(old ^ w[words[i]], words[i]);
-	}
-	want = block_raw_crc(b);
-	kfree(b);
-	if (raw == want)
-		return 0;
-	DMERR("self-test: incremental bitmap checksum %08x, whole-block %08x",
-	      raw, want);
-	return -EINVAL;
-}
-
-/* The register of buffer i's block image, from the last written one if known. */
-static u32 staged_raw_crc(struct chj_metadata *md, unsigned int i)
-{
-	const struct chj_bitmap_block *b = buf(md, i);
-	const u64 *now = (const u64 *)b->bits;
-	const u64 *was = (const u64 *)(md->bits + md->blk[i] * CHJ_BITMAP_BYTES);
-	unsigned int w, changed = 0;
-	u32 raw;
-
-	if (!test_bit(md->blk[i], md->crc_known) || md->lo[i] > md->hi[i])
-		return block_raw_crc(b);
-	raw = md->raw_crc[md->blk[i]];
-	for (w = md->lo[i]; w <= md->hi[i]; w++) {
-		if (now[w] == was[w])
-			continue;
-		if (++changed > CHJ_CSUM_WORDS)
-			return block_raw_crc(b);
-		raw ^= word_crc_delta(now[w] ^ was[w], w);
-	}
-	return raw;
-}
-
-/* Checksum buffers [0, n) for writing; each register waits in wraw[]. */
-static void csum_bufs(struct chj_metadata *md, unsigned int n)
-{
-	unsigned int i;
-
-	for (i = 0; i < n; i++) {
-		struct chj_bitmap_block *b = buf(md, i);
-
-		md->wraw[i] = staged_raw_crc(md, i);
-		b->csum = cpu_to_le32(~md->wraw[i]);
-	}
-	WRITE_ONCE(md->bitmap_writes, md->bitmap_writes + n);
-}
-
-/* Buffers [0, n) are durable: publish their bits and remember their CRCs. */
-static void publish_bufs(struct chj_metadata *md, unsigned int n)
-{
-	unsigned int i;
-
-	for (i = 0; i < n; i++) {
-		publish(md, buf(md, i), md->blk[i], md->lo[i], md->hi[i]);
-		__set_bit(i, md->fresh);
-		md->raw_crc[md->blk[i]] = md->wraw[i];
-		__set_bit(md->blk[i], md->crc_known);
-	}
-}
-
-/* Where buffer i's bitmap block lives on the metadata device. */
-static u64 bitmap_block_nr(struct chj_metadata *md, unsigned int i)
-{
-	return le64_to_cpu(md->sb.bitmap_start) + md->blk[i];
-}
-
-/* Write buffers [0, n) as bitmap blocks md->blk[], FUA, and wait. */
-static int write_bitmap_bufs(struct chj_metadata *md, unsigned int n)
+/* Write bitmap blocks blk[0, n) from core, plain writes, and wait. */
+static int write_blocks(struct chj_metadata *md, const u64 *blk, unsigned int n)
 {
 	u64 where[CHJ_BATCH];
 	unsigned int i;
 
-	csum_bufs(md, n);
-	for (i = 0; i < n; i++)
-		where[i] = bitmap_block_nr(md, i);
-	return chj_io(md, REQ_OP_WRITE | REQ_SYNC | REQ_FUA, where, md->pages, n);
-}
-
-static int chj_md_commit(struct chj_metadata *md)
-{
-	unsigned int n = md->nr_staged;
-	int r;
-
-	if (!n)
-		return 0;
-	md->nr_staged = 0;
-	r = write_bitmap_bufs(md, n);
-	if (r) {
-		forget_bufs(md);
-		DMERR("bitmap write failed: %d", r);
-		return r;
+	for (i = 0; i < n; i++) {
+		copy_block(md, i, blk[i]);
+		where[i] = le64_to_cpu(md->sb.bitmap_start) + blk[i];
 	}
-	publish_bufs(md, n);
-	return 0;
-}
-
-static void staged_endio(struct bio *bio)
-{
-	struct chj_metadata *md = bio->bi_private;
-
-	if (bio->bi_status)
-		WRITE_ONCE(md->wstatus, bio->bi_status);
-	bio_uninit(bio);
-	if (atomic_dec_and_test(&md->wpending))
-		md->wdone(md->wctx, blk_status_to_errno(READ_ONCE(md->wstatus)));
+	WRITE_ONCE(md->bitmap_writes, md->bitmap_writes + n);
+	return chj_io(md, REQ_OP_WRITE | REQ_SYNC, where, md->pages, n);
 }
 
 /*
- * The preallocated bios mean a commit needs no allocation, so it can start
- * from the bio path.  Nothing here may touch md->wbio[] after the last
- * submit_bio(): done() may already have started the next batch.
+ * Write every dirty bitmap block, and every block of a chunk in retire
+ * (whether dirty or not: a bit may have been set by a writer that had not
+ * flagged its block yet).  Durable only after a flush.
  */
-unsigned int chj_md_write_staged(struct chj_metadata *md, chj_md_done_fn done,
-				 void *ctx)
+static int write_exact(struct chj_metadata *md, const unsigned long *retire)
 {
-	unsigned int i, n = md->nr_staged;
-
-	if (!n)
-		return 0;
-	csum_bufs(md, n);
-	md->wdone = done;
-	md->wctx = ctx;
-	md->wstatus = BLK_STS_OK;
-	atomic_set(&md->wpending, n);
-	for (i = 0; i < n; i++) {
-		struct bio *bio = md->wbio[i];
-
-		bio_init(bio, md->bdev, bio->bi_inline_vecs, 1,
-			 REQ_OP_WRITE | REQ_SYNC | REQ_FUA);
-		bio->bi_iter.bi_sector = bitmap_block_nr(md, i) * CHJ_BLOCK_SECTORS;
-		__bio_add_page(bio, md->pages[i], CHJ_BLOCK_SIZE, 0);
-		bio->bi_end_io = staged_endio;
-		bio->bi_private = md;
-	}
-	for (i = 0; i < n; i++)
-		submit_bio(md->wbio[i]);
-	return n;
-}
-
-void chj_md_end_staged(struct chj_metadata *md, int err)
-{
-	if (!err) {
-		publish_bufs(md, md->nr_staged);
-	} else {
-		forget_bufs(md);
-		DMERR("bitmap write failed: %d", err);
-	}
-	md->nr_staged = 0;
-}
-
-/* Stage and commit regions [first, last], as many rounds as needed. */
-static int mark_range(struct chj_metadata *md, u64 first, u64 last)
-{
+	u64 blk[CHJ_BATCH], b, per = CHJ_REGIONS_PER_BLOCK;
+	unsigned int n = 0;
 	int r;
 
-	while (chj_md_stage(md, first, last, &first) == 1) {
-		r = chj_md_commit(md);
-		if (r)
-			return r;
+	for (b = 0; b < md->bitmap_blocks; b++) {
+		u64 c0 = div64_u64(b * per, 1ull << md->chunk_shift);
+		u64 c1 = min(div64_u64(min(b * per + per, md->nr_regions) - 1,
+				       1ull << md->chunk_shift), md->nr_chunks - 1);
+		bool want = test_and_clear_bit(b, md->dirty);
+
+		if (!want && retire)
+			want = find_next_bit(retire, c1 + 1, c0) <= c1;
+		if (!want)
+			continue;
+		blk[n++] = b;
+		if (n == CHJ_BATCH) {
+			r = write_blocks(md, blk, n);
+			if (r)
+				return r;
+			n = 0;
+		}
 	}
-	return chj_md_commit(md);
+	return n ? write_blocks(md, blk, n) : 0;
+}
+
+bool chj_md_needs_clean(struct chj_metadata *md)
+{
+	return !bitmap_empty(md->cmark, md->nr_chunks) ||
+	       find_first_bit(md->dirty, md->bitmap_blocks) < md->bitmap_blocks;
+}
+
+int chj_md_clean(struct chj_metadata *md, bool all)
+{
+	unsigned long *retire = md->retire;
+	struct chj_superblock sb;
+	unsigned long c;
+	u64 n = 0;
+	int r;
+
+	if (all)
+		bitmap_copy(retire, md->cmark, md->nr_chunks);
+	else
+		bitmap_andnot(retire, md->cmark, md->cactive, md->nr_chunks);
+	bitmap_zero(md->cactive, CHJ_MAX_CHUNKS);
+	/* Unusable first, then the exact bits are read (chj_md_covered()). */
+	for_each_set_bit(c, retire, md->nr_chunks) {
+		clear_bit(c, md->cmark);
+		n++;
+	}
+	smp_mb(); /* cmark cleared before the exact bits are read */
+	r = write_exact(md, n ? retire : NULL);
+	if (r || !n)
+		return r;
+	for_each_set_bit(c, retire, md->nr_chunks)
+		md->intent[c / 8] &= ~(1u << (c % 8));
+	sb = md->sb;
+	r = sb_commit_opf(md, &sb, true);
+	if (!r)
+		WRITE_ONCE(md->chunk_retires, md->chunk_retires + n);
+	return r;
+}
+
+/* Every region of every chunk marked in the intent map, into the exact map. */
+static void intent_to_exact(struct chj_metadata *md)
+{
+	u64 c, first, last;
+
+	for (c = 0; c < md->nr_chunks; c++) {
+		if (!intent_test(md, c))
+			continue;
+		first = c << md->chunk_shift;
+		last = min(first + (1ull << md->chunk_shift), md->nr_regions) - 1;
+		set_exact(md, first, last);
+	}
+	recount(md);
 }
 
 int chj_md_mark_all(struct chj_metadata *md)
 {
-	return mark_range(md, 0, md->nr_regions - 1);
+	struct chj_superblock sb;
+	int r;
+
+	set_exact(md, 0, md->nr_regions - 1);
+	recount(md);
+	r = write_exact(md, NULL);
+	if (r)
+		return r;
+	sb = md->sb;
+	return sb_commit(md, &sb);
 }
 
 /* Read every bitmap block into the in-core bitmap. */
@@ -643,7 +562,6 @@ static int load_bitmap(struct chj_metadata *md)
 	unsigned int i, n;
 	int r;
 
-	forget_bufs(md);
 	while (blk < md->bitmap_blocks) {
 		n = min_t(u64, CHJ_BATCH, md->bitmap_blocks - blk);
 		for (i = 0; i < n; i++)
@@ -661,6 +579,7 @@ static int load_bitmap(struct chj_metadata *md)
 			    epoch > md->cur_epoch) {
 				/* Cannot tell what it held: count it all changed. */
 				memset(dst, 0xff, CHJ_BITMAP_BYTES);
+				set_bit(blk, md->dirty);
 				damaged++;
 			} else if (epoch == md->cur_epoch) {
 				memcpy(dst, b->bits, CHJ_BITMAP_BYTES);
@@ -670,10 +589,7 @@ static int load_bitmap(struct chj_metadata *md)
 	/* Bits past the last region are never set in core. */
 	for (blk = md->nr_regions; blk < md->bits_len * 8ull; blk++)
 		__clear_bit_le(blk, md->bits);
-	atomic64_set(&md->marked, 0);
-	for (blk = 0; blk < md->bitmap_blocks; blk++)
-		atomic64_add(bitmap_weight((unsigned long *)(md->bits + blk * CHJ_BITMAP_BYTES),
-					   CHJ_BITMAP_BYTES * 8), &md->marked);
+	recount(md);
 	if (damaged)
 		DMWARN("%llu damaged bitmap block(s) read as all changed", damaged);
 	return 0;
@@ -712,9 +628,7 @@ static int read_journal(struct chj_metadata *md, u64 seq,
 	struct chj_journal_block *j = buf(md, 0);
 	int r;
 
-	forget_bufs(md);
 	r = chj_io(md, REQ_OP_READ, &where, md->pages, 1);
-
 	if (r)
 		return r;
 	if (le32_to_cpu(j->magic) != CHJ_JOURNAL_MAGIC ||
@@ -771,17 +685,16 @@ static int journal_make_room(struct chj_metadata *md, u64 need)
 }
 
 /* Write the current epoch's runs as journal blocks from seq tail on. */
-static int journal_write(struct chj_metadata *md, u64 nr_ext)
+static int journal_write(struct chj_metadata *md, u64 nr_ext, u32 extra)
 {
 	u64 tail = le64_to_cpu(md->sb.journal_tail), r = 0, len = 0, done = 0;
 	u64 where[CHJ_BATCH];
 	unsigned int n = 0;
 	int err;
 
-	forget_bufs(md);
 	while (done < nr_ext) {
 		struct chj_journal_block *j = buf(md, n);
-		u32 k = 0, flags = done ? 0 : CHJ_JF_FIRST;
+		u32 k = 0, flags = extra | (done ? 0 : CHJ_JF_FIRST);
 
 		memset(j, 0, CHJ_BLOCK_SIZE);
 		for (; k < CHJ_JOURNAL_EXTENTS && done < nr_ext; k++, done++) {
@@ -810,10 +723,18 @@ static int journal_write(struct chj_metadata *md, u64 nr_ext)
 	return 0;
 }
 
+/*
+ * The record comes from the exact map in core, which holds every region
+ * written in the epoch (writes are drained), so it is exact whatever the
+ * bitmap blocks and intent map on disk hold.  The new epoch starts with an
+ * empty intent map in the same superblock.
+ */
 int chj_md_checkpoint(struct chj_metadata *md, u64 *new_epoch)
 {
 	u64 nr_ext = count_runs(md), need = chj_journal_blocks_for(nr_ext);
 	u64 jb = le64_to_cpu(md->sb.journal_blocks);
+	u32 coarse = le32_to_cpu(md->sb.flags) & CHJ_SB_F_COARSE;
+	u8 *old_intent = md->saved_intent;
 	struct chj_superblock sb;
 	int r;
 
@@ -826,20 +747,26 @@ int chj_md_checkpoint(struct chj_metadata *md, u64 *new_epoch)
 		sb.journal_head = sb.journal_tail;
 		sb.oldest_epoch = cpu_to_le64(md->cur_epoch + 1);
 	} else if (need) {
-		r = journal_write(md, nr_ext);
+		r = journal_write(md, nr_ext, coarse ? CHJ_JF_COARSE : 0);
 		if (r)
 			return r;
 		sb.journal_tail = cpu_to_le64(le64_to_cpu(sb.journal_tail) + need);
 	}
 	sb.current_epoch = cpu_to_le64(md->cur_epoch + 1);
 	sb.epoch_start_time = cpu_to_le64(ktime_get_real_seconds());
+	sb.flags &= ~cpu_to_le32(CHJ_SB_F_COARSE);
+	memcpy(old_intent, md->intent, sizeof(md->intent));
+	memset(md->intent, 0, sizeof(md->intent));
 	r = sb_commit(md, &sb);
-	if (r)
+	if (r) {
+		memcpy(md->intent, old_intent, sizeof(md->intent));
 		return r;
+	}
 	/* Blocks stamped with the old epoch now read as empty on disk too. */
 	memset(md->bits, 0, md->bits_len);
-	bitmap_zero(md->crc_known, md->bitmap_blocks);
-	forget_bufs(md);
+	bitmap_zero(md->dirty, md->bitmap_blocks);
+	bitmap_zero(md->cmark, CHJ_MAX_CHUNKS);
+	bitmap_zero(md->cactive, CHJ_MAX_CHUNKS);
 	atomic64_set(&md->marked, 0);
 	*new_epoch = md->cur_epoch;
 	return 0;
@@ -855,6 +782,13 @@ void chj_md_flag_all_changed(struct chj_metadata *md)
 }
 
 /* --------------------------------------------------------- format, grow -- */
+
+/* The chunk size for nr_regions: the table's, or bigger to fit the map. */
+static void set_geometry(struct chj_metadata *md, u64 nr_regions)
+{
+	md->chunk_shift = chj_chunk_shift_for(nr_regions, md->want_shift);
+	md->nr_chunks = chj_chunks_for(nr_regions, md->chunk_shift);
+}
 
 static void layout(struct chj_superblock *sb, u64 origin_sectors,
 		   u32 region_sectors, u64 dev_blocks)
@@ -875,32 +809,30 @@ static void layout(struct chj_superblock *sb, u64 origin_sectors,
 static void free_bits(struct chj_metadata *md)
 {
 	kvfree(md->bits);
-	kvfree(md->raw_crc);
-	kvfree(md->crc_known);
+	kvfree(md->dirty);
 }
 
-/* (Re)size the in-core bitmap, keeping its bits; no block CRC is known. */
+/* (Re)size the in-core bitmap, keeping its bits. */
 static int alloc_bits(struct chj_metadata *md, u64 bitmap_blocks)
 {
 	size_t len = bits_len_for(bitmap_blocks);
 	u8 *bits = kvzalloc(len, GFP_KERNEL);
-	u32 *raw = kvcalloc(bitmap_blocks, sizeof(u32), GFP_KERNEL);
-	unsigned long *known = kvcalloc(BITS_TO_LONGS(bitmap_blocks),
+	unsigned long *dirty = kvcalloc(BITS_TO_LONGS(bitmap_blocks),
 					sizeof(long), GFP_KERNEL);
 
-	if (!bits || !raw || !known) {
+	if (!bits || !dirty) {
 		kvfree(bits);
-		kvfree(raw);
-		kvfree(known);
+		kvfree(dirty);
 		return -ENOMEM;
 	}
 	if (md->bits)
 		memcpy(bits, md->bits, min(len, md->bits_len));
+	if (md->dirty)
+		memcpy(dirty, md->dirty, min(BITS_TO_LONGS(bitmap_blocks),
+					     BITS_TO_LONGS(md->bitmap_blocks)) * sizeof(long));
 	free_bits(md);
-	forget_bufs(md);
 	md->bits = bits;
-	md->raw_crc = raw;
-	md->crc_known = known;
+	md->dirty = dirty;
 	md->bits_len = len;
 	return 0;
 }
@@ -908,19 +840,18 @@ static int alloc_bits(struct chj_metadata *md, u64 bitmap_blocks)
 /* Write every bitmap block empty for the current epoch. */
 static int write_empty_bitmap(struct chj_metadata *md)
 {
-	u64 blk = 0;
+	u64 blk[CHJ_BATCH], b = 0;
 	unsigned int i, n;
 	int r;
 
-	forget_bufs(md);
-	while (blk < md->bitmap_blocks) {
-		n = min_t(u64, CHJ_BATCH, md->bitmap_blocks - blk);
+	while (b < md->bitmap_blocks) {
+		n = min_t(u64, CHJ_BATCH, md->bitmap_blocks - b);
 		for (i = 0; i < n; i++)
-			memset(bitmap_buf(md, i, blk + i)->bits, 0, CHJ_BITMAP_BYTES);
-		r = write_bitmap_bufs(md, n);
+			blk[i] = b + i;
+		r = write_blocks(md, blk, n);
 		if (r)
 			return r;
-		blk += n;
+		b += n;
 	}
 	return 0;
 }
@@ -953,6 +884,7 @@ static int format(struct chj_metadata *md, u64 origin_sectors, u32 region_sector
 	md->cur_epoch = 1;
 	md->nr_regions = le64_to_cpu(sb.nr_regions);
 	md->bitmap_blocks = le64_to_cpu(sb.bitmap_blocks);
+	set_geometry(md, md->nr_regions);
 	r = alloc_bits(md, md->bitmap_blocks);
 	if (!r)
 		r = write_empty_bitmap(md);
@@ -961,15 +893,17 @@ static int format(struct chj_metadata *md, u64 origin_sectors, u32 region_sector
 	if (!r)
 		r = sb_commit(md, &sb);
 	if (!r)
-		DMINFO("formatted metadata: %llu regions of %u sectors",
-		       md->nr_regions, region_sectors);
+		DMINFO("formatted metadata: %llu regions of %u sectors, chunks of %llu regions",
+		       md->nr_regions, region_sectors, 1ull << md->chunk_shift);
 	return r;
 }
 
 /*
  * The origin grew.  New space counts as changed.  When the bitmap needs more
  * blocks it takes them from the front of the journal, whose history is
- * dropped first (oldest_epoch rises: nobody is handed a short list).
+ * dropped first (oldest_epoch rises: nobody is handed a short list).  The
+ * intent map is empty here (chj_md_open() settled it), so the chunk size may
+ * change with the new geometry.
  */
 static int grow(struct chj_metadata *md, u64 origin_sectors, char **error)
 {
@@ -1000,6 +934,7 @@ static int grow(struct chj_metadata *md, u64 origin_sectors, char **error)
 		sb.origin_sectors = cpu_to_le64(origin_sectors);
 		sb.nr_regions = cpu_to_le64(nr);
 	}
+	set_geometry(md, nr);
 	/*
 	 * New geometry first, flagged all-changed until the new space is
 	 * marked: a crash in between reads conservatively, and no bit is ever
@@ -1007,8 +942,11 @@ static int grow(struct chj_metadata *md, u64 origin_sectors, char **error)
 	 */
 	sb.flags |= cpu_to_le32(CHJ_SB_F_ALL_CHANGED);
 	r = sb_commit(md, &sb);
-	if (!r)
-		r = mark_range(md, div_u64(old_origin, rs), nr - 1);
+	if (!r) {
+		set_exact(md, div_u64(old_origin, rs), nr - 1);
+		recount(md);
+		r = write_exact(md, NULL);
+	}
 	if (!r) {
 		sb = md->sb;
 		sb.flags &= ~cpu_to_le32(CHJ_SB_F_ALL_CHANGED);
@@ -1029,21 +967,19 @@ void chj_md_close(struct chj_metadata *md)
 
 	if (!md)
 		return;
-	for (i = 0; i < CHJ_BATCH; i++) {
+	for (i = 0; i < CHJ_BATCH; i++)
 		if (md->pages[i])
 			__free_page(md->pages[i]);
-		kfree(md->wbio[i]);
-	}
 	if (md->sb_page)
 		__free_page(md->sb_page);
 	free_bits(md);
 	bioset_exit(&md->bs);
-	kfree(md);
+	kvfree(md);
 }
 
 static struct chj_metadata *md_alloc(struct block_device *bdev)
 {
-	struct chj_metadata *md = kzalloc(sizeof(*md), GFP_KERNEL);
+	struct chj_metadata *md = kvzalloc(sizeof(*md), GFP_KERNEL);
 	unsigned int i;
 
 	if (!md)
@@ -1051,17 +987,15 @@ static struct chj_metadata *md_alloc(struct block_device *bdev)
 	md->bdev = bdev;
 	md->dev_blocks = bdev_nr_sectors(bdev) / CHJ_BLOCK_SECTORS;
 	if (bioset_init(&md->bs, CHJ_BATCH, 0, BIOSET_NEED_BVECS)) {
-		kfree(md);
+		kvfree(md);
 		return NULL;
 	}
 	md->sb_page = alloc_page(GFP_KERNEL);
 	for (i = 0; i < CHJ_BATCH; i++) {
 		md->pages[i] = alloc_page(GFP_KERNEL | __GFP_ZERO);
-		md->wbio[i] = bio_kmalloc(1, GFP_KERNEL);
-	}
-	for (i = 0; i < CHJ_BATCH; i++)
-		if (!md->pages[i] || !md->wbio[i])
+		if (!md->pages[i])
 			break;
+	}
 	if (!md->sb_page || i < CHJ_BATCH) {
 		chj_md_close(md);
 		return NULL;
@@ -1069,41 +1003,93 @@ static struct chj_metadata *md_alloc(struct block_device *bdev)
 	return md;
 }
 
+/*
+ * Load a valid superblock, its exact map and intent map.  A marked intent
+ * map means the tracker stopped uncleanly: every region of a marked chunk
+ * joins the exact map (that is the crash answer) and the epoch is flagged
+ * coarse.  Then settle: write the exact map and commit a format-2
+ * superblock with an empty intent map of the table's chunk size.  Format 1
+ * is upgraded by the same commit: the layout is the same, so a crash
+ * before it leaves the old copy in force, after it the new one, and both
+ * load with nothing lost.
+ */
+static int load(struct chj_metadata *md, const struct chj_superblock *disk,
+		const struct chj_intent *in)
+{
+	struct chj_superblock sb = *disk;
+	u32 version = le32_to_cpu(disk->version);
+	bool marked;
+	int r;
+
+	md->sb = sb;
+	md->cur_epoch = le64_to_cpu(sb.current_epoch);
+	md->nr_regions = le64_to_cpu(sb.nr_regions);
+	md->bitmap_blocks = le64_to_cpu(sb.bitmap_blocks);
+	r = alloc_bits(md, md->bitmap_blocks);
+	if (!r)
+		r = load_bitmap(md);
+	if (r)
+		return r;
+	memcpy(md->intent, in->bits, sizeof(md->intent));
+	md->chunk_shift = le32_to_cpu(in->chunk_shift);
+	md->nr_chunks = chj_chunks_for(md->nr_regions, md->chunk_shift);
+	marked = version >= 2 && memchr_inv(md->intent, 0, sizeof(md->intent));
+	if (marked) {
+		intent_to_exact(md);
+		sb.flags |= cpu_to_le32(CHJ_SB_F_COARSE);
+		DMWARN("unclean stop: the marked chunks of epoch %llu count as changed",
+		       md->cur_epoch);
+	}
+	r = write_exact(md, NULL);
+	if (r)
+		return r;
+	memset(md->intent, 0, sizeof(md->intent));
+	set_geometry(md, md->nr_regions);
+	/* A clean format-2 stop with this chunk size needs no commit. */
+	if (!marked && version >= 2 &&
+	    md->chunk_shift == le32_to_cpu(in->chunk_shift))
+		return 0;
+	r = sb_commit(md, &sb);
+	if (!r && version < 2)
+		DMINFO("metadata upgraded from format %u to %u", version, CHJ_VERSION);
+	return r;
+}
+
 struct chj_metadata *chj_md_open(struct block_device *bdev, u64 origin_sectors,
-				 u32 region_sectors, bool mark_all, char **error)
+				 u32 region_sectors, u32 chunk_shift,
+				 bool mark_all, char **error)
 {
 	struct chj_metadata *md = md_alloc(bdev);
+	struct chj_intent *in = kzalloc(sizeof(*in), GFP_KERNEL);
 	struct chj_superblock sb;
 	int r;
 
-	if (!md) {
+	if (!md || !in) {
+		kfree(in);
+		chj_md_close(md);
 		*error = "Cannot allocate metadata";
 		return ERR_PTR(-ENOMEM);
 	}
-	r = sb_read(bdev, md->sb_page, &sb, error);
+	md->want_shift = chunk_shift;
+	r = sb_read(bdev, md->sb_page, &sb, in, error);
 	if (r == 1) {
 		r = format(md, origin_sectors, region_sectors);
 		if (r)
 			*error = "Cannot format metadata device";
 	} else if (!r) {
-		md->sb = sb;
-		md->cur_epoch = le64_to_cpu(sb.current_epoch);
-		md->nr_regions = le64_to_cpu(sb.nr_regions);
-		md->bitmap_blocks = le64_to_cpu(sb.bitmap_blocks);
-		r = alloc_bits(md, md->bitmap_blocks);
-		if (!r)
-			r = load_bitmap(md);
-		if (r)
-			*error = "Cannot read metadata bitmap";
-		if (!r && le32_to_cpu(sb.region_sectors) != region_sectors) {
+		if (le32_to_cpu(sb.region_sectors) != region_sectors) {
 			*error = "Region size differs from the metadata's";
 			r = -EINVAL;
-		}
-		if (!r && origin_sectors < le64_to_cpu(sb.origin_sectors)) {
+		} else if (origin_sectors < le64_to_cpu(sb.origin_sectors)) {
 			*error = "Shrinking a tracked origin is not supported";
 			r = -EINVAL;
+		} else {
+			r = load(md, &sb, in);
+			if (r)
+				*error = "Cannot load metadata";
 		}
 	}
+	kfree(in);
 	if (!r && origin_sectors > le64_to_cpu(md->sb.origin_sectors))
 		r = grow(md, origin_sectors, error);
 	if (!r && (mark_all || (le32_to_cpu(md->sb.flags) & CHJ_SB_F_ALL_CHANGED))) {
@@ -1125,6 +1111,8 @@ struct chj_metadata *chj_md_open(struct block_device *bdev, u64 origin_sectors,
 
 void chj_md_stats(struct chj_metadata *md, struct chj_md_stats *st)
 {
+	unsigned int i;
+
 	st->current_epoch = md->cur_epoch;
 	st->oldest_epoch = le64_to_cpu(md->sb.oldest_epoch);
 	st->marked = atomic64_read(&md->marked);
@@ -1132,7 +1120,14 @@ void chj_md_stats(struct chj_metadata *md, struct chj_md_stats *st)
 	st->journal_used = le64_to_cpu(md->sb.journal_tail) -
 			   le64_to_cpu(md->sb.journal_head);
 	st->journal_blocks = le64_to_cpu(md->sb.journal_blocks);
+	st->chunk_regions = 1ull << md->chunk_shift;
+	st->marked_chunks = 0;
+	for (i = 0; i < sizeof(md->intent); i++)
+		st->marked_chunks += hweight8(md->intent[i]);
+	st->coarse = le32_to_cpu(md->sb.flags) & CHJ_SB_F_COARSE;
 	st->bitmap_writes = READ_ONCE(md->bitmap_writes);
 	st->journal_writes = READ_ONCE(md->journal_writes);
 	st->sb_writes = READ_ONCE(md->sb_writes);
+	st->chunk_marks = READ_ONCE(md->chunk_marks);
+	st->chunk_retires = READ_ONCE(md->chunk_retires);
 }

@@ -1,11 +1,17 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * dm-chj metadata: format, load, mark commit, checkpoint.
+ * dm-chj metadata: format, load, the two tiers of marks, checkpoint.
  *
- * The target calls every function that stages or writes from one thread at
- * a time: the holder of its committer token, or a holder of its lock while
- * commits are paused.  So there is exactly one writer; chj_md_durable() is
- * the lock-free read used on the bio fast path.
+ * Two tiers (docs/format.md): the intent map (one bit per chunk, in the
+ * superblock block) is written ahead of the data; the exact map (one bit
+ * per region, the bitmap area) is set in core before a write is issued and
+ * written lazily.  A write may be issued once its chunk is durably marked
+ * (chj_md_covered() says so); a chunk mark is retired only after the exact
+ * bits of its regions are durable (chj_md_clean()).
+ *
+ * Context: every function that writes the metadata or changes the chunk
+ * state sleeps and is called with the target's lock held, so there is one
+ * writer.  chj_md_covered() is the lock-free call of the bio fast path.
  */
 #ifndef DM_CHJ_METADATA_H
 #define DM_CHJ_METADATA_H
@@ -25,49 +31,46 @@ int chj_md_peek(struct block_device *bdev, struct chj_superblock *sb,
 		bool *blank, char **error);
 
 /*
- * Load (formatting a blank device) for an origin of origin_sectors tracked
- * in regions of region_sectors.  Grows the tracked size when the origin grew.
- * Called from preresume: the previous table's instance has stopped writing.
+ * Load (formatting a blank device, upgrading format 1) for an origin of
+ * origin_sectors tracked in regions of region_sectors, with chunks of at
+ * least 2^chunk_shift regions.  Grows the tracked size when the origin grew.
+ * A recovered intent map (an unclean stop) becomes exact bits, and the
+ * epoch is flagged coarse.  Called from preresume: the previous table's
+ * instance has stopped writing.
  */
 struct chj_metadata *chj_md_open(struct block_device *bdev, u64 origin_sectors,
-				 u32 region_sectors, bool mark_all,
-				 char **error);
+				 u32 region_sectors, u32 chunk_shift,
+				 bool mark_all, char **error);
 void chj_md_close(struct chj_metadata *md);
 
-/* Lock-free: is every region in [first, last] durably marked? */
-bool chj_md_durable(struct chj_metadata *md, u64 first, u64 last);
+/*
+ * Lock-free, any context: set the exact bits of regions [first, last] in
+ * core, then say whether every chunk they fall in is durably marked and
+ * not being retired, so that a write to them may be issued now.  The bits
+ * are set either way (a write that goes on to wait is still recorded).
+ */
+bool chj_md_covered(struct chj_metadata *md, u64 first, u64 last);
+
+/* Note that regions [first, last] need their chunks marked. */
+void chj_md_want(struct chj_metadata *md, u64 first, u64 last);
 
 /*
- * Stage marks for regions [first, last] of the current epoch.  Returns 1 when
- * the staging buffers are full (the caller writes them and stages the rest
- * later), 0 when everything was staged.  *next is the first region not yet
- * staged.
+ * Commit the wanted chunk marks: one superblock write with FUA (no flush:
+ * it depends on no earlier write).  0 also when nothing was wanted.
  */
-int chj_md_stage(struct chj_metadata *md, u64 first, u64 last, u64 *next);
-
-/* Called once the staged blocks' writes ended, in any context. */
-typedef void (*chj_md_done_fn)(void *ctx, int err);
+int chj_md_commit_marks(struct chj_metadata *md);
 
 /*
- * Start writing the staged bitmap blocks with FUA and return how many; 0
- * when nothing is staged (done is then not called).  It allocates nothing,
- * so the bio path may call it; done(ctx, err) runs when the last write
- * ended.  Until chj_md_end_staged() nothing may be staged.
+ * Write the exact map lazily and retire chunk marks: retire every marked
+ * chunk (all) or those without a write since the last call; write the
+ * bitmap blocks that hold bits not yet written and those of the chunks
+ * retired, then commit the superblock without those chunks, with PREFLUSH
+ * so that the bitmap blocks are durable first.
  */
-unsigned int chj_md_write_staged(struct chj_metadata *md, chj_md_done_fn done,
-				 void *ctx);
+int chj_md_clean(struct chj_metadata *md, bool all);
 
-/*
- * After done(ctx, err): without error, publish the staged bits to the
- * lock-free bitmap; else drop them (their regions stay unmarked in core).
- */
-void chj_md_end_staged(struct chj_metadata *md, int err);
-
-/*
- * At module load: build the table the incremental bitmap checksum needs and
- * check it against a whole-block CRC.  -errno refuses the module.
- */
-int chj_md_init(void);
+/* Is there anything for chj_md_clean() to do? */
+bool chj_md_needs_clean(struct chj_metadata *md);
 
 /* End the current epoch: journal its change set, switch the superblock. */
 int chj_md_checkpoint(struct chj_metadata *md, u64 *new_epoch);
@@ -85,10 +88,15 @@ struct chj_md_stats {
 	u64 nr_regions;
 	u64 journal_used;
 	u64 journal_blocks;
-	/* Blocks written since load, for benchmarks. */
+	u64 chunk_regions;
+	u64 marked_chunks;	/* in the intent map on disk */
+	bool coarse;		/* the current epoch holds recovered chunks */
+	/* Since load, for benchmarks. */
 	u64 bitmap_writes;
 	u64 journal_writes;
 	u64 sb_writes;
+	u64 chunk_marks;
+	u64 chunk_retires;
 };
 
 void chj_md_stats(struct chj_metadata *md, struct chj_md_stats *st);

@@ -7,14 +7,15 @@
  * region a data-changing bio touches is durably marked on the metadata device
  * before the bio is issued to the origin.
  *
- * Fast path: a write whose regions are all durably marked is remapped at
- * once (a bit test and an in-flight count).  Slow path: first-touch writes
- * wait in a batch whose marks are group-committed, then are issued.  One
- * batch is written at a time; writes arriving meanwhile form the next one.
- * Whoever finds no batch in flight starts one, from the bio path itself, so
- * a device that completes at once (a RAM disk) never waits for a worker;
- * unless its submitters do not wait for their writes, when a worker on
- * another CPU commits in parallel with them (choose_offload()).
+ * Two tiers of marks (dm-chj-metadata.h): a write may be issued once its
+ * chunk (2^k regions) is durably marked in the intent map; the exact
+ * region bits are set in core first and written lazily by the cleaner,
+ * which also retires the marks of idle chunks.
+ *
+ * Fast path: a write whose chunks are marked is remapped at once (bit tests
+ * and an in-flight count).  Slow path: the worker marks the chunks the
+ * waiting writes need in one superblock write (FUA), then issues them; a
+ * chunk is marked once per epoch, or again after it was retired.
  * A checkpoint drains in-flight writes so that none can straddle two epochs
  * unmarked in the second.
  *
@@ -24,8 +25,6 @@
 #include <linux/device-mapper.h>
 #include <linux/module.h>
 #include <linux/mutex.h>
-#include <linux/sched/clock.h>
-#include <linux/sched/isolation.h>
 #include <linux/slab.h>
 #include <linux/wait.h>
 #include <linux/workqueue.h>
@@ -35,32 +34,14 @@
 
 #define DM_MSG_PREFIX "chj"
 
-/*
- * A submitter that finishes a batch inline also starts the next one, with
- * other threads' writes in it.  After this many in a row it hands over to
- * the worker, so that no writer's submit_bio() serves the others for long.
- */
-#define CHJ_INLINE_BATCHES 64
+/* The cleaner's interval: idle chunks keep their mark about this long. */
+static unsigned int clean_interval_ms = 1000;
+module_param(clean_interval_ms, uint, 0644);
+MODULE_PARM_DESC(clean_interval_ms,
+		 "How often the exact map is written and idle chunk marks are retired (milliseconds, 10 to 60000)");
 
-/*
- * Offload (see choose_offload()): the worker leaves the CPU to others after
- * this many batches; offload ends after this many first-touch writes in a
- * row that overlapped no other; probes are this far apart.
- */
-#define CHJ_WORKER_BATCHES 256
-#define CHJ_SERIAL_EXIT 4
-#define CHJ_PROBE_INTERVAL (HZ / 20)
-
-static unsigned int commit_poll_us = 50;
-module_param(commit_poll_us, uint, 0644);
-MODULE_PARM_DESC(commit_poll_us,
-		 "How long the commit worker waits for the next first-touch write when commits are offloaded (microseconds; 0: never offload)");
-
-/* A task and its voluntary context switches then: has it slept since? */
-struct chj_task_mark {
-	const void *task;	/* compared, never dereferenced */
-	unsigned long nvcsw;
-};
+/* Default chunk: 4 MiB (docs/dm-chj.txt has the measurements). */
+#define CHJ_DEFAULT_CHUNK_SECTORS 8192u
 
 struct chj_target {
 	struct dm_target *ti;
@@ -68,52 +49,30 @@ struct chj_target {
 	struct dm_dev *origin_dev;
 	u32 region_sectors;
 	unsigned int region_shift;
-	/* Feature mark_ahead: regions marked past a sequential write. */
+	/* Feature chunk_sectors: the intent map's chunk, at least. */
+	u32 chunk_sectors;
+	/* Feature mark_ahead: accepted for old tables; chunks cover it. */
 	u32 mark_ahead;
 
 	/* NULL until the first preresume: the old table may still write. */
 	struct chj_metadata *md;
 
-	/* Serializes checkpoint, mark_all, suspend and the fail-mode record. */
+	/*
+	 * The metadata's one writer: held for every metadata write (chunk
+	 * marks, cleaning, checkpoint, mark_all, suspend, fail mode).
+	 */
 	struct mutex lock;
 	bool suspended;
 
-	/*
-	 * The committer token: while committing is set, one thread owns the
-	 * staging buffers and bitmap writes, and batch holds the bios whose
-	 * marks it writes.  paused keeps the token from being taken, for
-	 * whoever holds lock and needs the metadata to itself.  defer_lock
-	 * protects deferred (first-touch bios for the next batch), committing
-	 * and paused.
-	 */
+	/* Writes waiting for a chunk mark; the worker marks and issues them. */
 	spinlock_t defer_lock;
 	struct bio_list deferred;
-	bool committing;
-	bool paused;
-	struct bio_list batch;
-	bool batch_written;	/* the batch's writes ended; err in batch_err */
-	int batch_err;
-	/* Batches finished in a row by whichever thread submitted them. */
-	unsigned int inline_run;
 	struct workqueue_struct *wq;
 	struct work_struct worker;
-	/*
-	 * Offload, under defer_lock: the worker runs the batches on another
-	 * CPU and polls for the next first-touch write.  polling: it does so
-	 * now, without the token, and will take it for whatever arrives.
-	 */
-	bool offload;
-	bool polling;
-	unsigned int serial;
-	unsigned long next_probe;
-	struct chj_task_mark last_submitter;	/* of a first-touch write */
-	/* The last batch's writes ended inside its submitter's submit_bio(). */
-	bool md_sync;
-	struct chj_task_mark batch_submitter;
-	/* First-touch writes deferred and not yet ended. */
-	atomic_t ft_pending;
+	/* Writes the exact map and retires idle chunks, every interval. */
+	struct delayed_work cleaner;
 
-	/* Writes issued on the fast path or from a batch, not yet ended. */
+	/* Writes issued on the fast path or by the worker, not yet ended. */
 	atomic_t in_flight;
 	wait_queue_head_t drain_wq;
 	/* Set while a checkpoint drains: new writes take the slow path. */
@@ -121,10 +80,9 @@ struct chj_target {
 	/* A metadata write failed: writes are errored until a reload. */
 	bool failed;
 	bool fail_recorded;
-	/* For the stats message: bios deferred, group commits. */
+	/* For the stats message: bios deferred, mark commits. */
 	atomic64_t deferred_bios;
-	atomic64_t offloaded_bios;	/* deferred with the worker asked to commit */
-	u64 commits;	/* batches written; by the token's holder */
+	u64 commits;	/* under lock */
 
 	/* Preallocated record for failed_list; NULL once handed over. */
 	struct chj_failed *failed_rec;
@@ -137,7 +95,6 @@ struct chj_failed {
 
 struct chj_bio {
 	bool counted;	/* holds an in_flight reference */
-	bool first_touch;	/* counted in ft_pending */
 };
 
 /*
@@ -224,52 +181,7 @@ static bool take_failed(dev_t dev)
 
 /* ------------------------------------------------------------ bio path -- */
 
-static void mark_task(struct chj_task_mark *m)
-{
-	m->task = current;
-	m->nvcsw = current->nvcsw;
-}
-
-/* Is this the marked task, and has it not slept since? */
-static bool awake_since(const struct chj_task_mark *m)
-{
-	return m->task == current && m->nvcsw == current->nvcsw;
-}
-
-/* Take the committer token if it is free and there is work: defer_lock held. */
-static bool take_token(struct chj_target *c)
-{
-	if (c->committing || c->paused || bio_list_empty(&c->deferred))
-		return false;
-	c->committing = true;
-	return true;
-}
-
-/*
- * With c->lock held: wait for the batch in flight, if any, and let no other
- * start, so that the caller has the metadata to itself.
- */
-static void pause_commits(struct chj_target *c)
-{
-	spin_lock_irq(&c->defer_lock);
-	c->paused = true;
-	spin_unlock_irq(&c->defer_lock);
-	wait_event(c->drain_wq, !READ_ONCE(c->committing));
-}
-
-static void resume_commits(struct chj_target *c)
-{
-	bool start;
-
-	spin_lock_irq(&c->defer_lock);
-	c->paused = false;
-	start = take_token(c);
-	spin_unlock_irq(&c->defer_lock);
-	if (start)
-		queue_work(c->wq, &c->worker);
-}
-
-/* A held bio whose marks are durable: counted in flight, to the origin. */
+/* A bio whose chunks are durably marked: counted in flight, to the origin. */
 static void issue_held(struct chj_target *c, struct bio *bio)
 {
 	struct chj_bio *pb = dm_per_bio_data(bio, sizeof(*pb));
@@ -287,293 +199,103 @@ static void error_bios(struct bio_list *bios)
 		bio_io_error(bio);
 }
 
-/*
- * With mark_ahead, a first-touch write that continues a marked region (a
- * sequential stream) also marks the next regions, so the stream's following
- * writes take the fast path.  The extra marks are false positives at worst.
- */
-static u64 mark_ahead_last(struct chj_target *c, u64 first, u64 last)
+static void arm_cleaner(struct chj_target *c)
 {
-	u64 nr = chj_regions_for(c->ti->len, c->region_sectors);
+	unsigned int ms = clamp(READ_ONCE(clean_interval_ms), 10u, 60000u);
 
-	if (!c->mark_ahead || !first || !chj_md_durable(c->md, first - 1, first - 1))
-		return last;
-	return min(last + c->mark_ahead, nr - 1);
+	queue_delayed_work(c->wq, &c->cleaner, msecs_to_jiffies(ms));
 }
 
-/* With the token: move waiting bios into the batch and stage their marks. */
-static void stage_batch(struct chj_target *c, struct bio_list *bios)
+/*
+ * With c->lock: mark the chunks the waiting bios need, in one commit, then
+ * issue them.  No checkpoint can run meanwhile (it takes the lock), so the
+ * exact bits chj_md_covered() sets are those of the epoch they go out in.
+ */
+static void mark_and_issue(struct chj_target *c, struct bio_list *bios)
 {
+	struct bio_list again;
 	struct bio *bio;
 	u64 first, last;
+	int r;
 
+	if (c->failed) {
+		error_bios(bios);
+		return;
+	}
+	bio_list_for_each(bio, bios) {
+		bio_regions(c, bio, &first, &last);
+		chj_md_want(c->md, first, last);
+	}
+	r = chj_md_commit_marks(c->md);
+	if (r) {
+		enter_fail_mode(c, "chunk mark", r);
+		error_bios(bios);
+		return;
+	}
+	c->commits++;
+	bio_list_init(&again);
 	while ((bio = bio_list_pop(bios))) {
 		bio_regions(c, bio, &first, &last);
-		last = mark_ahead_last(c, first, last);
-		if (chj_md_stage(c->md, first, last, &first) == 1) {
-			/*
-			 * Staging is full.  This bio waits for the next batch,
-			 * which stages the rest of it: each batch makes progress.
-			 */
-			bio_list_add_head(bios, bio);
-			spin_lock_irq(&c->defer_lock);
-			bio_list_merge_head(&c->deferred, bios);
-			spin_unlock_irq(&c->defer_lock);
-			bio_list_init(bios);
-			return;
-		}
-		bio_list_add(&c->batch, bio);
-	}
-}
-
-static void batch_done(void *ctx, int err);
-
-/*
- * With the token: start the next batch, or give the token back when there is
- * nothing to do or someone paused commits.  Bios whose regions turn out to be
- * durable already (a batch marked them) go out without a write.
- */
-static void start_batch(struct chj_target *c)
-{
-	struct bio_list bios;
-	struct bio *bio;
-
-	for (;;) {
-		spin_lock_irq(&c->defer_lock);
-		if (c->paused || bio_list_empty(&c->deferred)) {
-			c->committing = false;
-			c->inline_run = 0;
-			spin_unlock_irq(&c->defer_lock);
-			if (wq_has_sleeper(&c->drain_wq))
-				wake_up(&c->drain_wq);
-			return;
-		}
-		bios = c->deferred;
-		bio_list_init(&c->deferred);
-		spin_unlock_irq(&c->defer_lock);
-
-		if (READ_ONCE(c->failed)) {
-			error_bios(&bios);
-			continue;
-		}
-		stage_batch(c, &bios);
-		c->batch_written = false;
-		mark_task(&c->batch_submitter);
-		/* From here batch_done() may run at any moment, on any CPU. */
-		if (chj_md_write_staged(c->md, batch_done, c))
-			return;
-		while ((bio = bio_list_pop(&c->batch)))
+		if (chj_md_covered(c->md, first, last))
 			issue_held(c, bio);
+		else
+			bio_list_add(&again, bio);	/* cannot happen: retry */
 	}
-}
-
-/*
- * Fail mode after a bitmap write failed, outside the token: a checkpoint
- * holding the lock may be waiting for the token.  c->failed is already set,
- * so every later batch errors its bios.
- */
-static void record_batch_failure(struct chj_target *c, int err)
-{
-	mutex_lock(&c->lock);
-	pause_commits(c);
-	enter_fail_mode(c, "bitmap write", err);
-	resume_commits(c);
-	mutex_unlock(&c->lock);
-}
-
-/* With the token, the batch's writes ended: issue or error its bios. */
-static void finish_batch(struct chj_target *c)
-{
-	struct bio *bio;
-	int err = c->batch_err;
-
-	c->batch_written = false;
-	WRITE_ONCE(c->commits, c->commits + 1);
-	chj_md_end_staged(c->md, err);
-	if (err) {
-		WRITE_ONCE(c->failed, true);
-		error_bios(&c->batch);
-	}
-	while ((bio = bio_list_pop(&c->batch)))
-		issue_held(c, bio);
-	start_batch(c);
-	if (err)
-		record_batch_failure(c, err);
-}
-
-/*
- * The last bitmap write of the batch ended.  Where that happened in task
- * context inside a submit_bio() loop, with nothing held (a RAM disk
- * completes in its submitter), the batch is finished right here:
- * submit_bio_noacct() then only adds the held bios to current->bio_list.
- * Anywhere else (interrupt, a lock held, an error, or a thread that has
- * finished CHJ_INLINE_BATCHES already) the worker finishes it.
- */
-static void batch_done(void *ctx, int err)
-{
-	struct chj_target *c = ctx;
-	bool sync = in_task() && current->bio_list;
-
-	c->batch_err = err;
-	c->batch_written = true;
-	/*
-	 * Not sync if the submitter slept meanwhile: a kworker may run the
-	 * batch and, later, the work of a device that delayed its writes.
-	 */
-	WRITE_ONCE(c->md_sync, sync && awake_since(&c->batch_submitter));
-	if (!err && c->inline_run < CHJ_INLINE_BATCHES && sync &&
-	    preemptible() && !rcu_preempt_depth()) {
-		c->inline_run++;
-		finish_batch(c);
-	} else {
-		c->inline_run = 0;
+	if (!bio_list_empty(&again)) {
+		spin_lock_irq(&c->defer_lock);
+		bio_list_merge_head(&c->deferred, &again);
+		spin_unlock_irq(&c->defer_lock);
 		queue_work(c->wq, &c->worker);
 	}
+	arm_cleaner(c);
 }
 
-/*
- * Offload, in the worker, without the token: wait up to commit_poll_us for
- * a first-touch write, and take the token if one is waiting.  Submitters
- * that see polling set leave the token to the worker, so they queue their
- * bio and return: no wake-up, and the commit runs on this CPU meanwhile.
- */
-static bool poll_for_bios(struct chj_target *c)
-{
-	u64 until = local_clock() + (u64)READ_ONCE(commit_poll_us) * NSEC_PER_USEC;
-	bool start;
-
-	spin_lock_irq(&c->defer_lock);
-	if (!c->offload || c->committing || c->paused) {
-		spin_unlock_irq(&c->defer_lock);
-		return false;
-	}
-	c->polling = true;
-	spin_unlock_irq(&c->defer_lock);
-	/* A hint read unlocked; the decision below is made under the lock. */
-	while (!READ_ONCE(c->deferred.head) && READ_ONCE(c->offload) &&
-	       !READ_ONCE(c->paused) && !need_resched() &&
-	       local_clock() < until)
-		cpu_relax();
-	spin_lock_irq(&c->defer_lock);
-	c->polling = false;
-	start = take_token(c);
-	spin_unlock_irq(&c->defer_lock);
-	return start;
-}
-
-/*
- * Runs with the token: finish a written batch, or start one.  When offloaded,
- * go on with the batches that arrive while polling, for a while; then hand
- * the token to a fresh run of this work item, so that the CPU is shared.
- */
 static void do_worker(struct work_struct *ws)
 {
 	struct chj_target *c = container_of(ws, struct chj_target, worker);
-	unsigned int n;
+	struct bio_list bios;
 
-	if (c->batch_written)
-		finish_batch(c);
-	else
-		start_batch(c);
-	for (n = 0; poll_for_bios(c); n++) {
-		if (n == CHJ_WORKER_BATCHES) {
-			queue_work(c->wq, &c->worker);
-			return;
-		}
-		start_batch(c);
-		cond_resched();
-	}
+	mutex_lock(&c->lock);
+	spin_lock_irq(&c->defer_lock);
+	bios = c->deferred;
+	bio_list_init(&c->deferred);
+	spin_unlock_irq(&c->defer_lock);
+	if (!bio_list_empty(&bios))
+		mark_and_issue(c, &bios);
+	mutex_unlock(&c->lock);
 }
 
 /*
- * For the worker when commits are offloaded: a CPU other than this one that
- * may run workqueues (not isolated from them), or -1 if there is none.
+ * Every interval: write the exact map and retire the chunks no write
+ * touched since the last pass.  Never while suspended: nothing is written
+ * after postsuspend, which did the last pass.
  */
-static int other_cpu(void)
+static void do_clean(struct work_struct *ws)
 {
-	const struct cpumask *hk = housekeeping_cpumask(HK_TYPE_WQ);
-	int self = raw_smp_processor_id();
-	int cpu = cpumask_next_and(self, cpu_online_mask, hk);
+	struct chj_target *c = container_of(to_delayed_work(ws), struct chj_target,
+					    cleaner);
+	int r;
 
-	if (cpu >= nr_cpu_ids)
-		cpu = cpumask_first_and(cpu_online_mask, hk);
-	return cpu < nr_cpu_ids && cpu != self ? cpu : -1;
+	mutex_lock(&c->lock);
+	if (!c->suspended && !c->failed && c->md) {
+		r = chj_md_clean(c->md, false);
+		if (r)
+			enter_fail_mode(c, "exact map write", r);
+		else if (chj_md_needs_clean(c->md))
+			arm_cleaner(c);
+	}
+	mutex_unlock(&c->lock);
 }
 
-/*
- * With defer_lock: should this first-touch write's batch run in the worker
- * on another CPU?  Only when the metadata device completes in its submitter
- * (a RAM disk): then committing inline costs the submitter a whole bitmap
- * write per write, while a worker on another CPU commits in parallel with
- * submitters that do not wait for their writes (async I/O, several
- * threads).  A synchronous writer gains nothing from a second CPU and pays
- * for the wake-ups, so offload needs evidence of such a submitter:
- *
- * - a write is "alone" if no other first-touch write is pending;
- * - a submitter "waited" if it slept since its last first-touch write.
- *
- * With commits inline, a submitter never overlaps its own writes, so every
- * CHJ_PROBE_INTERVAL one write is offloaded; offload starts if the next
- * write comes before it ends.  Offloaded, CHJ_SERIAL_EXIT writes in a row
- * that are alone and waited for end it.
- */
-static bool choose_offload(struct chj_target *c, bool alone)
-{
-	bool waited = !awake_since(&c->last_submitter);
-
-	mark_task(&c->last_submitter);
-	if (!READ_ONCE(c->md_sync) || !READ_ONCE(commit_poll_us) ||
-	    num_online_cpus() < 2) {
-		c->offload = false;
-		return false;
-	}
-	if (c->offload) {
-		if (!alone || !waited)
-			c->serial = 0;
-		else if (++c->serial >= CHJ_SERIAL_EXIT)
-			c->offload = false;
-		return c->offload;
-	}
-	if (!alone) {
-		c->offload = true;
-		c->serial = 0;
-		return true;
-	}
-	if (time_before(jiffies, c->next_probe))
-		return false;
-	c->next_probe = jiffies + CHJ_PROBE_INTERVAL;
-	return true;
-}
-
-/*
- * Queue a first-touch bio for the next batch, and start that batch if none
- * is in flight.  Not deferred to unplug: a synchronous writer sleeps inside
- * its plug, and a batch started from schedule() would need the worker.
- */
 static void defer_bio(struct chj_target *c, struct bio *bio)
 {
-	struct chj_bio *pb = dm_per_bio_data(bio, sizeof(*pb));
 	unsigned long flags;
-	bool alone, remote, start;
-	int cpu;
 
-	pb->first_touch = true;
-	alone = atomic_inc_return(&c->ft_pending) == 1;
 	atomic64_inc(&c->deferred_bios);
 	spin_lock_irqsave(&c->defer_lock, flags);
 	bio_list_add(&c->deferred, bio);
-	remote = choose_offload(c, alone);
-	start = !c->polling && take_token(c);
 	spin_unlock_irqrestore(&c->defer_lock, flags);
-	if (remote)
-		atomic64_inc(&c->offloaded_bios);
-	if (!start)
-		return;
-	cpu = remote ? other_cpu() : -1;
-	if (cpu >= 0)
-		queue_work_on(cpu, c->wq, &c->worker);
-	else
-		start_batch(c);
+	queue_work(c->wq, &c->worker);
 }
 
 static int chj_map(struct dm_target *ti, struct bio *bio)
@@ -583,7 +305,6 @@ static int chj_map(struct dm_target *ti, struct bio *bio)
 	u64 first, last;
 
 	pb->counted = false;
-	pb->first_touch = false;
 	bio_set_dev(bio, c->origin_dev->bdev);
 	bio->bi_iter.bi_sector = dm_target_offset(ti, bio->bi_iter.bi_sector);
 	if (!bio_writes_data(bio))
@@ -599,9 +320,9 @@ static int chj_map(struct dm_target *ti, struct bio *bio)
 	 */
 	atomic_inc(&c->in_flight);
 	smp_mb__after_atomic(); /* in_flight before ckpt_pending, as above */
-	/* Acquire: a cleared flag means the cleared bitmap is visible too. */
+	/* Acquire: a cleared flag means the cleared maps are visible too. */
 	if (!smp_load_acquire(&c->ckpt_pending) &&
-	    chj_md_durable(c->md, first, last)) {
+	    chj_md_covered(c->md, first, last)) {
 		pb->counted = true;
 		return DM_MAPIO_REMAPPED;
 	}
@@ -616,8 +337,6 @@ static int chj_end_io(struct dm_target *ti, struct bio *bio,
 	struct chj_bio *pb = dm_per_bio_data(bio, sizeof(*pb));
 	struct chj_target *c = ti->private;
 
-	if (pb->first_touch)
-		atomic_dec(&c->ft_pending);
 	if (pb->counted)
 		put_in_flight(c);
 	return DM_ENDIO_DONE;
@@ -626,11 +345,11 @@ static int chj_end_io(struct dm_target *ti, struct bio *bio,
 /* ------------------------------------------------------------ messages -- */
 
 /*
- * End the epoch.  New writes are diverted to the next batch, which cannot
- * start while commits are paused; the batch in flight is waited for, and so
- * is every write already issued: a write still in flight when the new epoch
- * starts could land after a backup read its region, so it must not be left
- * to the old epoch alone.  Writes held meanwhile are marked in the new one.
+ * End the epoch, with c->lock held.  New writes are diverted to the worker,
+ * which waits for the lock; every write already issued is waited for: a
+ * write still in flight when the new epoch starts could land after a
+ * backup read its region, so it must not be left to the old epoch alone.
+ * Writes held meanwhile are marked in the new one.
  */
 static int checkpoint(struct chj_target *c, u64 *epoch)
 {
@@ -639,14 +358,13 @@ static int checkpoint(struct chj_target *c, u64 *epoch)
 	WRITE_ONCE(c->ckpt_pending, true);
 	/* Flag before counter; pairs with smp_mb__after_atomic() in chj_map(). */
 	smp_mb();
-	pause_commits(c);
 	wait_event(c->drain_wq, !atomic_read(&c->in_flight));
 	r = chj_md_checkpoint(c->md, epoch);
 	if (r)
 		enter_fail_mode(c, "checkpoint", r);
-	/* Release: the cleared bitmap is visible before the fast path reopens. */
+	/* Release: the cleared maps are visible before the fast path reopens. */
 	smp_store_release(&c->ckpt_pending, false);
-	resume_commits(c);
+	queue_work(c->wq, &c->worker);
 	return r;
 }
 
@@ -658,10 +376,11 @@ static int stats(struct chj_target *c, char *result, unsigned int maxlen)
 	if (c->md)
 		chj_md_stats(c->md, &st);
 	scnprintf(result, maxlen,
-		  "deferred_bios=%llu commits=%llu bitmap_writes=%llu journal_writes=%llu superblock_writes=%llu offloaded_bios=%llu",
+		  "deferred_bios=%llu commits=%llu bitmap_writes=%llu journal_writes=%llu superblock_writes=%llu chunk_marks=%llu chunk_retires=%llu marked_chunks=%llu chunk_regions=%llu coarse=%u",
 		  (u64)atomic64_read(&c->deferred_bios), READ_ONCE(c->commits),
 		  st.bitmap_writes, st.journal_writes, st.sb_writes,
-		  (u64)atomic64_read(&c->offloaded_bios));
+		  st.chunk_marks, st.chunk_retires, st.marked_chunks,
+		  st.chunk_regions, st.coarse);
 	return 1;
 }
 
@@ -694,11 +413,9 @@ static int chj_message(struct dm_target *ti, unsigned int argc, char **argv,
 			r = 1;
 		}
 	} else {
-		pause_commits(c);
 		r = chj_md_mark_all(c->md);
 		if (r)
 			enter_fail_mode(c, "mark_all", r);
-		resume_commits(c);
 	}
 	mutex_unlock(&c->lock);
 	return r;
@@ -738,14 +455,21 @@ static void chj_status(struct dm_target *ti, status_type_t type,
 	case STATUSTYPE_TABLE:
 		DMEMIT("%s %s %u", c->metadata_dev->name, c->origin_dev->name,
 		       c->region_sectors);
+		if (c->mark_ahead || c->chunk_sectors != CHJ_DEFAULT_CHUNK_SECTORS)
+			DMEMIT(" %u", (c->mark_ahead ? 2 : 0) +
+			       (c->chunk_sectors != CHJ_DEFAULT_CHUNK_SECTORS ? 2 : 0));
+		if (c->chunk_sectors != CHJ_DEFAULT_CHUNK_SECTORS)
+			DMEMIT(" chunk_sectors %u", c->chunk_sectors);
 		if (c->mark_ahead)
-			DMEMIT(" 2 mark_ahead %u", c->mark_ahead);
+			DMEMIT(" mark_ahead %u", c->mark_ahead);
 		break;
 	case STATUSTYPE_IMA:
 		DMEMIT_TARGET_NAME_VERSION(ti->type);
-		DMEMIT(",metadata_device=%s,origin_device=%s,region_sectors=%u,mark_ahead=%u;",
+		DMEMIT(",metadata_device=%s,origin_device=%s,region_sectors=%u",
 		       c->metadata_dev->name, c->origin_dev->name,
-		       c->region_sectors, c->mark_ahead);
+		       c->region_sectors);
+		DMEMIT(",chunk_sectors=%u,mark_ahead=%u;", c->chunk_sectors,
+		       c->mark_ahead);
 		break;
 	}
 }
@@ -764,14 +488,23 @@ static void chj_postsuspend(struct dm_target *ti)
 {
 	struct chj_target *c = ti->private;
 
+	int r;
+
 	/*
-	 * dm has waited for every bio, but the token's holder may still be
-	 * giving it back.  The worker may take the lock, so flush it first.
-	 * Commits stay paused until resume.
+	 * dm has waited for every bio, so the worker has nothing left to
+	 * issue; it and the cleaner take the lock, so they are stopped first.
+	 * The last pass writes the exact map and retires every chunk: a clean
+	 * stop leaves no mark, and the next load answers exactly.  Nothing is
+	 * written after this until resume (the next table may be loading).
 	 */
+	cancel_delayed_work_sync(&c->cleaner);
 	flush_workqueue(c->wq);
 	mutex_lock(&c->lock);
-	pause_commits(c);
+	if (c->md && !c->failed) {
+		r = chj_md_clean(c->md, true);
+		if (r)
+			enter_fail_mode(c, "exact map write at suspend", r);
+	}
 	c->suspended = true;
 	mutex_unlock(&c->lock);
 }
@@ -787,7 +520,8 @@ static int chj_preresume(struct dm_target *ti)
 		return 0;
 	mark_all = take_failed(c->metadata_dev->bdev->bd_dev);
 	md = chj_md_open(c->metadata_dev->bdev, ti->len, c->region_sectors,
-			 mark_all, &error);
+			 __ffs(c->chunk_sectors) - c->region_shift, mark_all,
+			 &error);
 	if (IS_ERR(md)) {
 		DMERR("%s: %s", dm_device_name(dm_table_get_md(ti->table)),
 		      error ? error : "cannot load metadata");
@@ -808,8 +542,8 @@ static void chj_resume(struct dm_target *ti)
 
 	mutex_lock(&c->lock);
 	c->suspended = false;
-	resume_commits(c);
 	mutex_unlock(&c->lock);
+	queue_work(c->wq, &c->worker);
 }
 
 /* Check the metadata device can hold this origin, and say how much it needs. */
@@ -849,7 +583,7 @@ static int check_metadata(struct dm_target *ti, struct chj_target *c)
 	return 0;
 }
 
-/* [<#feature args> <feature arg>*]: only "mark_ahead <regions>" so far. */
+/* [<#feature args> <feature arg>*]: "chunk_sectors <n>", "mark_ahead <n>". */
 static int parse_features(struct dm_target *ti, struct chj_target *c,
 			  unsigned int argc, char **argv)
 {
@@ -860,7 +594,14 @@ static int parse_features(struct dm_target *ti, struct chj_target *c,
 		return -EINVAL;
 	}
 	for (i = 1; i < argc; i++) {
-		if (!strcasecmp(argv[i], "mark_ahead") && i + 1 < argc) {
+		if (!strcasecmp(argv[i], "chunk_sectors") && i + 1 < argc) {
+			if (kstrtou32(argv[++i], 10, &c->chunk_sectors) ||
+			    !is_power_of_2(c->chunk_sectors) ||
+			    c->chunk_sectors < c->region_sectors) {
+				ti->error = "chunk_sectors: a power of two >= the region size";
+				return -EINVAL;
+			}
+		} else if (!strcasecmp(argv[i], "mark_ahead") && i + 1 < argc) {
 			if (kstrtou32(argv[++i], 10, &c->mark_ahead) ||
 			    c->mark_ahead > CHJ_REGIONS_PER_BLOCK) {
 				ti->error = "mark_ahead takes 0 to 32640 regions";
@@ -890,6 +631,7 @@ static int chj_parse_args(struct dm_target *ti, struct chj_target *c,
 		return -EINVAL;
 	}
 	c->region_shift = __ffs(c->region_sectors);
+	c->chunk_sectors = max(CHJ_DEFAULT_CHUNK_SECTORS, c->region_sectors);
 	if (argc > 3) {
 		r = parse_features(ti, c, argc - 3, argv + 3);
 		if (r)
@@ -925,8 +667,10 @@ static void chj_dtr(struct dm_target *ti)
 {
 	struct chj_target *c = ti->private;
 
-	if (c->wq)
+	if (c->wq) {
+		cancel_delayed_work_sync(&c->cleaner);
 		destroy_workqueue(c->wq);
+	}
 	chj_md_close(c->md);
 	if (c->metadata_dev)
 		dm_put_device(ti, c->metadata_dev);
@@ -953,12 +697,10 @@ static int chj_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 	mutex_init(&c->lock);
 	spin_lock_init(&c->defer_lock);
 	bio_list_init(&c->deferred);
-	bio_list_init(&c->batch);
 	INIT_WORK(&c->worker, do_worker);
+	INIT_DELAYED_WORK(&c->cleaner, do_clean);
 	init_waitqueue_head(&c->drain_wq);
 	c->suspended = true;
-	c->paused = true;
-	c->next_probe = jiffies;
 	c->failed_rec = kzalloc(sizeof(*c->failed_rec), GFP_KERNEL);
 	if (!c->failed_rec) {
 		ti->error = "Cannot allocate target";
@@ -990,7 +732,7 @@ bad:
 
 static struct target_type chj_target = {
 	.name = "chj",
-	.version = {1, 0, 0},
+	.version = {2, 0, 0},
 	.module = THIS_MODULE,
 	.ctr = chj_ctr,
 	.dtr = chj_dtr,
@@ -1006,11 +748,8 @@ static struct target_type chj_target = {
 
 static int __init dm_chj_init(void)
 {
-	int r = chj_md_init();
+	int r = dm_register_target(&chj_target);
 
-	if (r)
-		return r;
-	r = dm_register_target(&chj_target);
 	if (r)
 		DMERR("register failed %d", r);
 	return r;

@@ -8,17 +8,25 @@
  *
  *   block 0, 1       two superblock copies; the valid one with the highest
  *                    seq wins, and commit N goes to block N % 2, so a torn
- *                    superblock write always leaves the previous one intact
- *   bitmap area      one bit per origin region for the *current* epoch; each
- *                    block is stamped with the epoch it was written in and
- *                    counts only while that epoch is current, so ending an
- *                    epoch needs no rewrite of the bitmap
+ *                    superblock write always leaves the previous one intact.
+ *                    Format 2: after the 512-byte superblock, in the same
+ *                    block and committed with it, the intent map: one bit
+ *                    per chunk (2^chunk_shift regions) of the current epoch
+ *   bitmap area      one bit per origin region for the *current* epoch (the
+ *                    exact map); each block is stamped with the epoch it
+ *                    was written in and counts only while that epoch is
+ *                    current, so ending an epoch needs no rewrite of it
  *   journal area     circular log of closed epochs' change sets as extents
  *                    of regions; block with sequence s lives at s % blocks
  *
- * Invariant the format serves: a region bit is durable on disk before any
- * write to that region is issued to the origin, and a closed epoch's change
- * set is durable in the journal before the superblock that ends the epoch.
+ * Invariant the format serves: before any write to a region is issued to
+ * the origin, the region's bit is durable in the bitmap area or (format 2)
+ * its chunk's bit is durable in the intent map of the superblock in force;
+ * a chunk bit is cleared only by a superblock committed after the exact
+ * bits of every region written under it are durable.  A closed epoch's
+ * change set is durable in the journal before the superblock that ends the
+ * epoch.  So the current epoch's changes are the bitmap's bits plus every
+ * region of every chunk marked in the intent map.
  *
  * Everything is little-endian.  Checksums are CRC-32C (Castagnoli, the
  * standard one: initial ~0, final xor ~0) over the block after the csum field.
@@ -61,7 +69,10 @@
 #define CHJ_SB_MAGIC		0x4a48432eu	/* ".CHJ" read as LE bytes */
 #define CHJ_BITMAP_MAGIC	0x4d424843u	/* "CHBM" */
 #define CHJ_JOURNAL_MAGIC	0x4c4a4843u	/* "CHJL" */
-#define CHJ_VERSION		1u
+#define CHJ_INTENT_MAGIC	0x49484843u	/* "CHHI" */
+/* The format written; CHJ_VERSION_MIN .. CHJ_VERSION are read. */
+#define CHJ_VERSION		2u
+#define CHJ_VERSION_MIN		1u
 
 /* Bytes of a superblock covered by its checksum: one 512-byte sector. */
 #define CHJ_SB_BYTES		512u
@@ -82,12 +93,19 @@
  * the bitmap all-ones on its next load and then clears the flag.
  */
 #define CHJ_SB_F_ALL_CHANGED	0x1u
-#define CHJ_SB_F_KNOWN		(CHJ_SB_F_ALL_CHANGED)
+/*
+ * Format 2: the current epoch's record is coarse: it holds whole chunks that
+ * were marked in the intent map when the tracker stopped uncleanly (a crash,
+ * a reset), so it may list regions that were not written.  Carried into the
+ * closed epoch's journal record (CHJ_JF_COARSE); cleared by the checkpoint.
+ */
+#define CHJ_SB_F_COARSE		0x2u
+#define CHJ_SB_F_KNOWN		(CHJ_SB_F_ALL_CHANGED | CHJ_SB_F_COARSE)
 
 struct chj_superblock {
 	__le32 csum;		/* CRC-32C of bytes [4, CHJ_SB_BYTES) */
 	__le32 magic;		/* CHJ_SB_MAGIC */
-	__le32 version;		/* CHJ_VERSION */
+	__le32 version;		/* CHJ_VERSION_MIN .. CHJ_VERSION */
 	__le32 flags;		/* CHJ_SB_F_* */
 	__le64 seq;		/* commit sequence; lives in block seq % 2 */
 	__u8 uuid[16];		/* chosen at format time */
@@ -107,6 +125,30 @@ struct chj_superblock {
 	__le64 epoch_start_time;	/* unix seconds the current epoch began */
 	__le64 format_time;	/* unix seconds of format */
 	__u8 reserved[CHJ_SB_BYTES - 152];
+} __packed;
+
+/*
+ * Format 2: the intent map, at byte CHJ_INTENT_OFFSET of each superblock
+ * block, written in the same write as the superblock before it.  Bit c
+ * (chj_format.h bit order, as the bitmap) marks chunk c: regions
+ * [c << chunk_shift, (c + 1) << chunk_shift).  It belongs to the copy whose
+ * seq it carries: a superblock copy whose intent map fails its checksum or
+ * carries another seq (a torn write) is not valid.  Bits past the last
+ * chunk are zero.  Format 1 has zeroes here and no intent map.
+ */
+#define CHJ_INTENT_OFFSET	CHJ_SB_BYTES
+#define CHJ_INTENT_HDR_BYTES	24u
+#define CHJ_INTENT_BYTES	(CHJ_BLOCK_SIZE - CHJ_INTENT_OFFSET - CHJ_INTENT_HDR_BYTES)
+#define CHJ_MAX_CHUNKS		(CHJ_INTENT_BYTES * 8u)
+#define CHJ_MAX_CHUNK_SHIFT	40u
+
+struct chj_intent {
+	__le32 csum;		/* CRC-32C of bytes [4, sizeof) of this struct */
+	__le32 magic;		/* CHJ_INTENT_MAGIC */
+	__le64 seq;		/* the seq of the superblock it belongs to */
+	__le32 chunk_shift;	/* log2 of regions per chunk */
+	__le32 reserved;	/* zero */
+	__u8 bits[CHJ_INTENT_BYTES];
 } __packed;
 
 /* Regions per bitmap block: 4080 bytes of bits after a 16-byte header. */
@@ -138,7 +180,9 @@ struct chj_extent {
 /* Journal block flags: an epoch's record is blocks FIRST .. LAST in order. */
 #define CHJ_JF_FIRST		0x1u
 #define CHJ_JF_LAST		0x2u
-#define CHJ_JF_KNOWN		(CHJ_JF_FIRST | CHJ_JF_LAST)
+/* The epoch's record is coarse (CHJ_SB_F_COARSE was set when it closed). */
+#define CHJ_JF_COARSE		0x4u
+#define CHJ_JF_KNOWN		(CHJ_JF_FIRST | CHJ_JF_LAST | CHJ_JF_COARSE)
 
 /*
  * One block of a closed epoch's change set.  Extents are sorted, disjoint,
@@ -159,6 +203,10 @@ static_assert(sizeof(struct chj_superblock) == CHJ_SB_BYTES, "superblock size");
 static_assert(sizeof(struct chj_bitmap_block) == CHJ_BLOCK_SIZE, "bitmap block size");
 static_assert(sizeof(struct chj_journal_block) == CHJ_BLOCK_SIZE, "journal block size");
 static_assert(offsetof(struct chj_superblock, format_time) == 144, "superblock layout");
+static_assert(sizeof(struct chj_intent) == CHJ_BLOCK_SIZE - CHJ_INTENT_OFFSET,
+	      "intent map fills the superblock block");
+static_assert(offsetof(struct chj_intent, bits) == CHJ_INTENT_HDR_BYTES,
+	      "intent header size");
 static_assert(offsetof(struct chj_journal_block, ext) == CHJ_JOURNAL_HDR_BYTES,
 	      "journal header size");
 
@@ -215,7 +263,8 @@ static inline const char *chj_sb_check(const struct chj_superblock *sb,
 	__u64 cur = chj_le64(sb->current_epoch), old = chj_le64(sb->oldest_epoch);
 	__u64 head = chj_le64(sb->journal_head), tail = chj_le64(sb->journal_tail);
 
-	if (chj_le32(sb->version) != CHJ_VERSION)
+	if (chj_le32(sb->version) < CHJ_VERSION_MIN ||
+	    chj_le32(sb->version) > CHJ_VERSION)
 		return "unsupported format version";
 	if (chj_le32(sb->flags) & ~CHJ_SB_F_KNOWN)
 		return "unknown superblock flags";
@@ -241,6 +290,53 @@ static inline const char *chj_sb_check(const struct chj_superblock *sb,
 		return "journal pointers inconsistent";
 	if (old == cur && head != tail)
 		return "journal holds epochs that are not retained";
+	return (void *)0;
+}
+
+/* Chunks of 2^shift regions covering nr_regions. */
+static inline __u64 chj_chunks_for(__u64 nr_regions, __u32 shift)
+{
+	return (nr_regions + (1ull << shift) - 1) >> shift;
+}
+
+/*
+ * The smallest chunk shift >= want whose chunks fit the intent map: big
+ * origins get bigger chunks (28416 chunks: 4 MiB chunks up to 111 GiB of
+ * 4 KiB regions, 64 MiB up to 1.7 TiB).
+ */
+static inline __u32 chj_chunk_shift_for(__u64 nr_regions, __u32 want)
+{
+	while (want < CHJ_MAX_CHUNK_SHIFT &&
+	       chj_chunks_for(nr_regions, want) > CHJ_MAX_CHUNKS)
+		want++;
+	return want;
+}
+
+/*
+ * Check the intent map of a format-2 superblock copy whose superblock
+ * passed chj_sb_check(); csum is its checksum as computed by the caller.
+ * NULL when it belongs to the copy and every field is in range.
+ */
+static inline const char *chj_intent_check(const struct chj_superblock *sb,
+					   const struct chj_intent *in,
+					   __u32 csum)
+{
+	__u32 shift = chj_le32(in->chunk_shift);
+	__u64 nc, i;
+
+	if (chj_le32(in->magic) != CHJ_INTENT_MAGIC || chj_le32(in->csum) != csum)
+		return "intent map damaged (torn superblock write?)";
+	if (chj_le64(in->seq) != chj_le64(sb->seq))
+		return "intent map belongs to another superblock (torn write?)";
+	if (shift > CHJ_MAX_CHUNK_SHIFT || in->reserved)
+		return "intent map chunk size out of range";
+	nc = chj_chunks_for(chj_le64(sb->nr_regions), shift);
+	if (nc > CHJ_MAX_CHUNKS)
+		return "intent map too small for its chunk size";
+	/* Bits past the last chunk are zero (nc <= CHJ_MAX_CHUNKS). */
+	for (i = nc; i < CHJ_MAX_CHUNKS; i++)
+		if (in->bits[i / 8] & (1u << (i % 8)))
+			return "intent map marks chunks past the origin";
 	return (void *)0;
 }
 
