@@ -22,8 +22,17 @@
  * durable (a write straddling the switch could be lost from both epochs).
  *
  * Which metadata blocks mark a region comes from the format (marks_of()):
- * format 1 has one bitmap block per CHJ_REGIONS_PER_BLOCK regions.  The
- * layout is read from the metadata device's superblock with libchj.
+ * format 1 has one bitmap block per CHJ_REGIONS_PER_BLOCK regions; format 2
+ * adds the superblock blocks, whose intent map marks the region's chunk.
+ * The checker sees no contents, so any durable superblock write queued
+ * after the incoming write counts as the mark.  Format 2 retires chunk
+ * marks: a superblock written with PREFLUSH outside a checkpoint may clear
+ * any chunk, so at each one, every region covered in the epoch whose
+ * origin write was queued before the retire pass began (the first bitmap
+ * write since the previous superblock write, else the superblock write
+ * itself) must have had a bitmap block write of its block queued after its
+ * incoming write and completed before (the PREFLUSH makes it durable).
+ * The layout is read from the metadata device's superblock with libchj.
  *
  * Exit: 0 no violation, 1 violations or a trace that cannot be trusted
  * (out of order, lost events, no epoch to check), 2 usage.
@@ -80,7 +89,7 @@ struct dev_model {
 };
 
 static struct {
-	uint32_t chj, meta, origin;
+	uint32_t chj, meta, origin, version;
 	uint64_t region_sectors, nr_regions, bitmap_start, bitmap_blocks;
 	uint32_t mark_ahead;
 	bool fake_no_marks;
@@ -97,12 +106,24 @@ static uint32_t *checked_epoch;
 static uint32_t *ok_epoch;
 /* Per metadata block: latest queue time of a durable write; pre-marked. */
 static uint64_t *maxq, *premark;
+/* Per metadata block: latest queue time of a completed write. */
+static uint64_t *doneq;
 static uint64_t meta_blocks;
+/*
+ * Format 2: regions covered in the current epoch, with the queue time of
+ * their first origin write and of their first incoming write.
+ */
+struct covered {
+	uint64_t r, ots, req;
+};
+static struct covered *cov;
+static size_t ncov, covcap;
+static uint64_t pass_start = NONE;	/* first bitmap write since the last sb write */
 
 static struct stats {
 	uint64_t origin_writes, first_writes, unchecked, meta_writes, durable,
 		 flushes, epochs, violations, first_violations, drain_violations,
-		 switch_violations;
+		 switch_violations, retire_checks, retire_violations;
 } st;
 
 static void die(const char *fmt, ...)
@@ -315,10 +336,14 @@ static void read_trace(FILE *f)
  * how many.  Format 1: the bitmap block holding r's bit.  A later format
  * adds its own (an intent block covering r's chunk) here.
  */
-static unsigned marks_of(uint64_t r, uint64_t out[2])
+static unsigned marks_of(uint64_t r, uint64_t out[3])
 {
 	out[0] = cfg.bitmap_start + r / CHJ_REGIONS_PER_BLOCK;
-	return 1;
+	if (cfg.version < 2)
+		return 1;
+	out[1] = 0;
+	out[2] = 1;
+	return 3;
 }
 
 static bool is_bitmap_block(uint64_t b)
@@ -359,6 +384,13 @@ static void data_done(struct dev_model *d, struct tracked *t, uint64_t ts, bool 
 	t->done_ts = ts;
 	if (t->failed)
 		return;
+	if (d == &meta_dm && t->op == OP_WRITE && !cfg.fake_no_marks) {
+		uint64_t b = t->sector / CHJ_BLOCK_SECTORS;
+
+		for (; b <= (t->sector + t->nr - 1) / CHJ_BLOCK_SECTORS && b < meta_blocks; b++)
+			if (t->qts > doneq[b])
+				doneq[b] = t->qts;
+	}
 	if (d->write_through || fua) {
 		durable(d, t, ts);
 		return;
@@ -517,6 +549,7 @@ static void durable(struct dev_model *d, struct tracked *t, uint64_t ts)
 	st.durable++;
 	if (t->is_sb && t->qts == switch_sb_qts) {
 		/* The superblock ending the epoch is durable: a new epoch. */
+		ncov = 0;
 		epoch++;
 		st.epochs++;
 		epoch_start = ts;
@@ -528,7 +561,7 @@ static void durable(struct dev_model *d, struct tracked *t, uint64_t ts)
 	first = t->sector / CHJ_BLOCK_SECTORS;
 	last = (t->sector + t->nr - 1) / CHJ_BLOCK_SECTORS;
 	for (b = first; b <= last && b < meta_blocks; b++) {
-		if (!is_bitmap_block(b))
+		if (!is_bitmap_block(b) && !(cfg.version >= 2 && b < CHJ_SB_COPIES))
 			continue;
 		if (t->qts > maxq[b])
 			maxq[b] = t->qts;
@@ -596,7 +629,7 @@ static void origin_write(const struct ev *e)
 		die("origin write %" PRIu64 "+%u past the %" PRIu64 " regions of the format",
 		    e->sector, e->nr, cfg.nr_regions);
 	for (r = r0; r <= r1; r++) {
-		uint64_t blk[2], req = NONE, lo;
+		uint64_t blk[3], req = NONE, lo;
 		unsigned i, n = marks_of(r, blk);
 		bool ok = false;
 
@@ -621,13 +654,38 @@ static void origin_write(const struct ev *e)
 			st.first_writes++;
 			st.first_violations += !ok;
 		}
-		if (ok)
+		if (ok) {
 			ok_epoch[r] = (uint32_t)epoch;
-		else
+			cov = grow(cov, &covcap, ncov + 1, sizeof(*cov));
+			cov[ncov++] = (struct covered){ r, e->ts, req };
+		} else
 			violation("origin write %" PRIu64 "+%u queued at #%" PRIu64
 				  " (region %" PRIu64 ", epoch %" PRIu64 "): no durable write of"
 				  " metadata block %" PRIu64 " queued after #%" PRIu64,
 				  e->sector, e->nr, e->ts, r, epoch, blk[0], req);
+	}
+}
+
+/*
+ * Format 2, a superblock write S queued at ts that may retire chunk marks:
+ * every region covered before the pass began needs a completed write of
+ * its bitmap block queued after its incoming write.
+ */
+static void retire_check(uint64_t ts)
+{
+	uint64_t from = pass_start == NONE ? ts : pass_start;
+
+	st.retire_checks++;
+	for (size_t i = 0; i < ncov; i++) {
+		uint64_t b = cfg.bitmap_start + cov[i].r / CHJ_REGIONS_PER_BLOCK;
+
+		if (cov[i].ots >= from || (b < meta_blocks && doneq[b] > cov[i].req))
+			continue;
+		st.retire_violations++;
+		violation("superblock write queued at #%" PRIu64 " may retire the chunk of region %"
+			  PRIu64 " (origin write queued at #%" PRIu64 "), whose bitmap block %"
+			  PRIu64 " has no completed write queued after #%" PRIu64,
+			  ts, cov[i].r, cov[i].ots, b, cov[i].req);
 	}
 }
 
@@ -663,6 +721,7 @@ static void find_switches(bool *is_switch)
 static void check(void)
 {
 	bool *is_switch = calloc(nevs ? nevs : 1, sizeof(bool));
+	bool in_ckpt = false;
 	size_t i;
 
 	if (!is_switch)
@@ -676,12 +735,28 @@ static void check(void)
 				premark_from = e->ts;
 			else if (!strcmp(e->mark, "premark end"))
 				premark_from = NONE;
+			else if (!strcmp(e->mark, "checkpoint begin"))
+				in_ckpt = true;
+			else if (!strcmp(e->mark, "checkpoint end"))
+				in_ckpt = false;
 			continue;
 		}
 		if (e->dev == cfg.meta) {
 			if (e->kind == EV_QUEUE) {
 				if (e->op == OP_WRITE && e->nr)
 					st.meta_writes++;
+				if (cfg.version >= 2 && e->op == OP_WRITE && e->nr) {
+					uint64_t b = e->sector / CHJ_BLOCK_SECTORS;
+
+					if (is_sb_write(e)) {
+						/* Inside a checkpoint: journal room or the switch. */
+						if (e->preflush && !in_ckpt && epoch)
+							retire_check(e->ts);
+						pass_start = NONE;
+					} else if (is_bitmap_block(b) && pass_start == NONE) {
+						pass_start = e->ts;
+					}
+				}
 				if (is_switch[i]) {
 					/* Nothing may be in flight to the origin now. */
 					for (size_t k = 0; k < origin_dm.n; k++) {
@@ -799,6 +874,7 @@ int main(int argc, char **argv)
 	cfg.nr_regions = sb.nr_regions;
 	cfg.bitmap_start = sb.bitmap_start;
 	cfg.bitmap_blocks = sb.bitmap_blocks;
+	cfg.version = sb.version;
 	meta_blocks = sb.metadata_blocks;
 
 	if (trace && !(f = fopen(trace, "r")))
@@ -814,7 +890,8 @@ int main(int argc, char **argv)
 	ok_epoch = calloc(cfg.nr_regions, sizeof(*ok_epoch));
 	maxq = calloc(meta_blocks, sizeof(*maxq));
 	premark = calloc(meta_blocks, sizeof(*premark));
-	if (!ifirst || !checked_epoch || !ok_epoch || !maxq || !premark)
+	doneq = calloc(meta_blocks, sizeof(*doneq));
+	if (!ifirst || !checked_epoch || !ok_epoch || !maxq || !premark || !doneq)
 		die("out of memory");
 	memset(ifirst, 0xff, cfg.nr_regions * sizeof(*ifirst));
 	check();
@@ -827,15 +904,19 @@ int main(int argc, char **argv)
 	printf("order-check: %" PRIu64 " origin writes (%" PRIu64 " before the first checkpoint,"
 	       " not checked); %" PRIu64 " first writes checked in %" PRIu64 " epochs\n",
 	       st.origin_writes, st.unchecked, st.first_writes, st.epochs);
+	if (cfg.version >= 2)
+		printf("order-check: format %u: %" PRIu64 " superblock writes that may retire"
+		       " chunk marks checked\n", cfg.version, st.retire_checks);
 	if (switching)
 		die("the last epoch switch never became durable");
 	if (!st.epochs || !st.first_writes)
 		die("nothing to check: no checkpoint window or no first write after one");
 	if (st.violations) {
 		printf("order-check: %" PRIu64 " violations (%" PRIu64 " at first writes, %" PRIu64
-		       " in flight at an epoch switch, %" PRIu64 " queued during one)\n",
+		       " in flight at an epoch switch, %" PRIu64 " queued during one, %" PRIu64
+		       " chunk marks retired early)\n",
 		       st.violations, st.first_violations, st.drain_violations,
-		       st.switch_violations);
+		       st.switch_violations, st.retire_violations);
 		return 1;
 	}
 	printf("order-check: 0 violations\n");

@@ -115,5 +115,23 @@ expect pass "mark_all inside a premark window" "" $WT
 expect fail "nothing to check: no checkpoint" "nothing to check" $WT
 { ckpt 10; q 20 $C W 0 8; q 21 $M WFS 16 8; bc 22 $M WFS 16 8; q 19 $O W 0 8; } >"$tmp/trace"
 expect fail "timestamps out of order" "not in one total order" $WT
+# Format 2 (chj format writes it): a superblock write (sector 0 or 8) is a
+# chunk mark, and a flushed one outside a checkpoint may retire marks.
+{ ckpt 10; q 20 $C W 0 8; q 21 $M WFS 0 8; bc 22 $M WFS 0 8; q 23 $O W 0 8; } >"$tmp/trace"
+expect pass "format 2: chunk mark durable, then data" "" $WT
+{ ckpt 10; q 20 $C W 0 8; q 21 $M WFS 0 8; q 23 $O W 0 8; bc 24 $M WFS 0 8; } >"$tmp/trace"
+expect fail "format 2: data queued before the chunk mark completed" "no durable write of metadata block" $WT
+{ ckpt 10; q 20 $C W 0 8; q 21 $M WFS 0 8; bc 22 $M WFS 0 8; q 23 $O W 0 8;
+  q 30 $M WS 16 8; bc 31 $M WS 16 8; q 32 $M FWFS 8 8; bc 33 $M FWFS 8 8; } >"$tmp/trace"
+expect pass "format 2: exact bits written, then the mark retired" "" $WT
+{ ckpt 10; q 20 $C W 0 8; q 21 $M WFS 0 8; bc 22 $M WFS 0 8; q 23 $O W 0 8;
+  q 32 $M FWFS 8 8; bc 33 $M FWFS 8 8; } >"$tmp/trace"
+expect fail "format 2: a mark retired before the exact bits were written" "may retire the chunk" $WT
+{ ckpt 10; q 20 $C W 0 8; q 21 $M WFS 0 8; bc 22 $M WFS 0 8; q 23 $O W 0 8;
+  q 30 $M WS 16 8; q 32 $M FWFS 8 8; bc 33 $M FWFS 8 8; bc 34 $M WS 16 8; } >"$tmp/trace"
+expect fail "format 2: retired while the exact bits' write was in flight" "may retire the chunk" $WT
+{ ckpt 10; q 20 $C W 0 8; q 21 $M WFS 0 8; bc 22 $M WFS 0 8;
+  q 24 $M WS 16 8; q 25 $O W 0 8; bc 26 $M WS 16 8; q 32 $M FWFS 8 8; bc 33 $M FWFS 8 8; } >"$tmp/trace"
+expect pass "format 2: a write during the retire pass is not the pass's" "" $WT
 echo "order-check self-test: $passed passed, $failed failed"
 [ $failed = 0 ]

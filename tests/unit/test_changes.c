@@ -206,9 +206,54 @@ static void always_move(void *ctx, uint64_t nr, uint64_t n)
 	(void)n;
 	if (nr < CHJ_SB_COPIES)
 		return;
+	/* A move that matters: the journal tail (a checkpoint's record). */
+	sb.journal_tail++;
+	sb.journal_head++;
 	ck_assert_int_eq(chj_sb_commit(t->m, &sb, &e), 0);
 	t->sb = sb;
 }
+
+/*
+ * Format 2: the target commits superblocks that only mark chunks, all the
+ * time.  A reader that sees the seq move with the same epoch and journal
+ * keeps its snapshot, and counts the chunks both superblocks mark.
+ */
+static void mark_chunk(void *ctx, uint64_t nr, uint64_t n)
+{
+	struct timg *t = ctx;
+	struct chj_error e = { 0 };
+	struct chj_sb sb = t->sb;
+
+	(void)n;
+	if (nr < CHJ_SB_COPIES || t->sb.intent[0] & 2)
+		return;
+	sb.intent[0] |= 2;	/* chunk 1 */
+	ck_assert_int_eq(chj_sb_commit(t->m, &sb, &e), 0);
+	t->sb = sb;
+}
+
+START_TEST(live_chunk_marks_kept)
+{
+	struct chj_changes *c = NULL;
+	struct chj_error e = { 0 };
+	const struct chj_changes_info *in;
+
+	timg_init(&T, 64, 1ull << 20, 8);
+	T.sb.intent[0] = 1;	/* chunk 0 marked before the read */
+	ck_assert_int_eq(chj_sb_commit(T.m, &T.sb, &e), 0);
+	T.m->read_hook = mark_chunk;
+	T.m->hook_ctx = &T;
+	ck_assert_int_eq(chj_changes_since(T.m, 1, &c, &e), 0);
+	in = chj_changes_info(c);
+	ck_assert_uint_eq(in->tries, 1);
+	ck_assert_uint_eq(in->chunk_regions, 1ull << T.sb.chunk_shift);
+	/* Both chunks: the one marked at the start and the one marked during. */
+	ck_assert_uint_eq(in->changed_regions, 2 * (1ull << T.sb.chunk_shift));
+	ck_assert_int_eq(chj_changes_test(c, 0, 8), 1);
+	ck_assert_int_eq(chj_changes_test(c, (2ull << T.sb.chunk_shift) * 8, 8), 0);
+	chj_changes_free(c);
+}
+END_TEST
 
 START_TEST(live_gives_up_after_bounded_tries)
 {
@@ -237,6 +282,7 @@ Suite *suite_changes(void)
 	tcase_add_loop_test(tc, random_against_model, 0, 4);
 	tcase_add_test(tc, live_retry_when_superblock_moves);
 	tcase_add_test(tc, live_gives_up_after_bounded_tries);
+	tcase_add_test(tc, live_chunk_marks_kept);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -126,7 +126,7 @@ START_TEST(help_for_every_command)
 	ck_assert_int_eq(chj("help", NULL), 0);
 	ck_assert_ptr_nonnull(strstr(out, "Exit status"));
 	ck_assert_int_eq(chj("--version", NULL), 0);
-	ck_assert_str_eq(out, "chj " CHJ_RELEASE " (metadata format 1)\n");
+	ck_assert_str_eq(out, "chj " CHJ_RELEASE " (metadata format 2)\n");
 	for (const struct chj_cmd *c = chj_cmds; c->name; c++) {
 		char want[64];
 

@@ -228,7 +228,7 @@ START_TEST(version_and_block_size)
 	for (unsigned i = 0; i < 2; i++) {
 		struct chj_superblock *r = timg_block(&T, i);
 
-		r->version = chj_cpu32(2);
+		r->version = chj_cpu32(CHJ_VERSION + 1);
 		timg_reseal(r, CHJ_SB_BYTES);
 	}
 	ck_assert_int_eq(chj_sb_read(T.m, &got, &e), CHJ_ERR_CORRUPT);

@@ -31,13 +31,21 @@ static void dump_text(const struct chj_dump *d, const char *path)
 	char uuid[37], h1[32], h2[32], t1[64], t2[64];
 
 	chj_uuid_str(sb->uuid, uuid);
-	printf("%s: chj metadata version %u\n", path, CHJ_VERSION);
+	printf("%s: chj metadata version %u\n", path, sb->version);
 	for (unsigned i = 0; i < CHJ_SB_COPIES; i++)
 		printf("  superblock copy %u: %s%s\n", i, copy_state(&d->copies, i),
 		       (int)i == d->copies.best ? " (in force)" : "");
 	printf("  seq               %llu\n", (unsigned long long)sb->seq);
 	printf("  uuid              %s\n", uuid);
-	printf("  flags             %s\n", sb->flags & CHJ_SB_F_ALL_CHANGED ? "all-changed" : "none");
+	printf("  flags             %s%s%s\n",
+	       sb->flags & CHJ_SB_F_ALL_CHANGED ? "all-changed" : "",
+	       (sb->flags & CHJ_SB_F_ALL_CHANGED) && (sb->flags & CHJ_SB_F_COARSE) ? "," : "",
+	       sb->flags & CHJ_SB_F_COARSE ? "coarse (unclean stop: whole chunks counted)" :
+	       sb->flags & CHJ_SB_F_ALL_CHANGED ? "" : "none");
+	if (sb->version >= 2)
+		printf("  intent map        %llu chunks of %llu regions marked\n",
+		       (unsigned long long)chj_sb_marked_chunks(sb),
+		       1ull << sb->chunk_shift);
 	printf("  region size       %s (%u sectors)\n",
 	       chj_human_size((uint64_t)sb->region_sectors << 9, h1, sizeof(h1)), sb->region_sectors);
 	printf("  origin            %s (%llu sectors, %llu regions)\n",
@@ -80,7 +88,10 @@ static void dump_json(const struct chj_dump *d, const char *path)
 	chj_uuid_str(sb->uuid, uuid);
 	printf("{\"path\": ");
 	chj_json_str(stdout, path);
-	printf(", \"version\": %u, \"superblock_copies\": [", CHJ_VERSION);
+	printf(", \"version\": %u, \"chunk_regions\": %llu, \"marked_chunks\": %llu, \"coarse\": %s, \"superblock_copies\": [",
+	       sb->version, sb->version >= 2 ? 1ull << sb->chunk_shift : 0ull,
+	       (unsigned long long)chj_sb_marked_chunks(sb),
+	       sb->flags & CHJ_SB_F_COARSE ? "true" : "false");
 	for (unsigned i = 0; i < CHJ_SB_COPIES; i++) {
 		printf("%s", i ? ", " : "");
 		chj_json_str(stdout, copy_state(&d->copies, i));

@@ -13,9 +13,16 @@
  * If the seq is still S, nothing the snapshot used was replaced under it:
  * journal blocks in [head, tail) of S are immutable while S is current, and
  * bitmap bits only get set (a bit set after our read is for a write issued
- * after it).  If the seq moved, or a bitmap block carries a newer stamp
- * than S's epoch (written after a checkpoint we have not seen), start over,
- * up to CHJ_SNAPSHOT_TRIES times.  A bitmap block failing its checksum is
+ * after it).  Format 2 adds every region of each chunk marked in S's intent
+ * map.  That is complete for every write issued before step 1: its chunk
+ * was marked then, or was retired before S, and a retire is committed only
+ * after the exact bits of its writes are durable, so step 2 reads them.
+ * The target commits superblocks that only mark or retire chunks often, so
+ * a moved seq with the same epoch, journal and geometry is no reason to
+ * start over (the second superblock's marks are added too).  If the epoch,
+ * journal or geometry moved, or a bitmap block carries a newer stamp than
+ * S's epoch (written after a checkpoint we have not seen), start over, up
+ * to CHJ_SNAPSHOT_TRIES times.  A bitmap block failing its checksum is
  * re-read a few times first (a read racing the target's write of the same
  * block may be torn) and then counted as all changed.
  */
@@ -34,6 +41,7 @@ struct chj_changes {
 struct jctx {
 	struct chj_bits *bits;
 	uint64_t since;
+	int coarse;
 	char first_problem[256];
 };
 
@@ -43,6 +51,8 @@ static int add_record(void *ctx, const struct chj_jblock *b)
 
 	if (b->epoch < j->since)
 		return 0;
+	if (chj_le32(b->flags) & CHJ_JF_COARSE)
+		j->coarse = 1;
 	/* Extents were bounds-checked against nr_regions by the walk. */
 	for (uint32_t i = 0; i < b->nr_extents; i++)
 		chj_bits_set_range(j->bits, chj_le64(b->ext[i].start),
@@ -75,6 +85,20 @@ static int epoch_in_range(struct chj_meta *m, const struct chj_sb *sb,
 	return CHJ_OK;
 }
 
+/* Did the superblock move in a way that invalidates a snapshot read under a? */
+static int moved(const struct chj_sb *a, const struct chj_sb *b)
+{
+	return a->seq != b->seq &&
+	       (a->current_epoch != b->current_epoch ||
+		a->oldest_epoch != b->oldest_epoch ||
+		a->journal_head != b->journal_head ||
+		a->journal_tail != b->journal_tail ||
+		a->nr_regions != b->nr_regions ||
+		a->bitmap_blocks != b->bitmap_blocks ||
+		a->flags != b->flags || a->version != b->version ||
+		a->chunk_shift != b->chunk_shift);
+}
+
 /* One attempt; *again set when the superblock moved underneath. */
 static int snapshot(struct chj_meta *m, uint64_t since, struct chj_changes *c,
 		    int *again, struct chj_error *e)
@@ -99,15 +123,18 @@ static int snapshot(struct chj_meta *m, uint64_t since, struct chj_changes *c,
 		chj_bits_set_range(&c->bits, 0, sb.nr_regions);
 	else
 		rc = chj_bitmap_scan(m, &sb, &bm, e);
+	chj_sb_intent_regions(&sb, &c->bits);
 	/* Records of epochs < current only matter when since < current. */
 	if (!rc && since < sb.current_epoch)
 		rc = chj_journal_walk(m, &sb, &w, e);
 	if (!rc)
 		rc = chj_sb_read(m, &sb2, e);
-	if (!rc && sb2.seq != sb.seq) {
+	if (!rc && moved(&sb, &sb2)) {
 		*again = 1;
 		return CHJ_OK;
 	}
+	if (!rc)
+		chj_sb_intent_regions(&sb2, &c->bits);
 	if (rc)
 		return rc;
 	if (w.problems)
@@ -118,6 +145,9 @@ static int snapshot(struct chj_meta *m, uint64_t since, struct chj_changes *c,
 	c->info.since = since;
 	/* A newer stamp with an unchanged superblock is damage: all ones. */
 	c->info.damaged_bitmap_blocks = bm.damaged + bm.newer;
+	c->info.marked_chunks = chj_sb_marked_chunks(&sb);
+	c->info.chunk_regions = sb.version >= 2 ? 1ull << sb.chunk_shift : 0;
+	c->info.coarse = j.coarse || (sb.flags & CHJ_SB_F_COARSE);
 	c->info.changed_regions = chj_bits_count(&c->bits);
 	return CHJ_OK;
 }

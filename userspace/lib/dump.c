@@ -71,6 +71,7 @@ int chj_dump_collect(struct chj_meta *m, struct chj_dump *d,
 	if (!rc && (d->sb.flags & CHJ_SB_F_ALL_CHANGED))
 		chj_bits_set_range(&bits, 0, d->sb.nr_regions);
 	if (!rc) {
+		chj_sb_intent_regions(&d->sb, &bits);
 		d->current_marked = chj_bits_count(&bits);
 		d->damaged_bitmap_blocks = bm.damaged + bm.newer;
 	}

@@ -91,6 +91,8 @@ static void init_sb(struct chj_sb *sb, const struct chj_meta *m,
 	sb->current_epoch = sb->oldest_epoch = 1;
 	sb->format_time = o->now ? o->now : (uint64_t)time(NULL);
 	sb->epoch_start_time = sb->format_time;
+	sb->version = CHJ_VERSION;
+	sb->chunk_shift = chj_default_chunk_shift(sb->region_sectors, sb->nr_regions);
 }
 
 int chj_format(struct chj_meta *m, const struct chj_format_opts *o,

@@ -43,6 +43,8 @@ void chj_bits_free(struct chj_bits *b);
 /* Set [start, start + n); the caller has checked the bounds. */
 void chj_bits_set_range(struct chj_bits *b, uint64_t start, uint64_t n);
 int chj_bits_test(const struct chj_bits *b, uint64_t i);
+/* Set the regions of sb's marked chunks (format 2's intent map) in b. */
+void chj_sb_intent_regions(const struct chj_sb *sb, struct chj_bits *b);
 /* First run of set bits at or after *pos: returns 0 when none. */
 int chj_bits_next_run(const struct chj_bits *b, uint64_t *pos,
 		      uint64_t *start, uint64_t *n);

@@ -111,8 +111,25 @@ struct chj_sb {
 	uint64_t journal_head, journal_tail;
 	uint64_t epoch_start_time, format_time;
 	unsigned copy;		/* block (0 or 1) it was read from */
+	/*
+	 * Format 2's intent map (format 1: version 1, no chunk marked): a
+	 * marked chunk's regions count as changed in the current epoch.
+	 * chj_sb_encode() writes format 2 whatever version says.
+	 */
+	uint32_t version;
+	uint32_t chunk_shift;
+	uint8_t intent[CHJ_INTENT_BYTES];
 };
 
+/* Chunks marked in sb's intent map. */
+uint64_t chj_sb_marked_chunks(const struct chj_sb *sb);
+/* The chunk shift chj format and dm-chj use by default for a geometry. */
+uint32_t chj_default_chunk_shift(uint32_t region_sectors, uint64_t nr_regions);
+
+/*
+ * raw is a whole superblock block (CHJ_BLOCK_SIZE bytes): format 2 keeps
+ * the intent map after the superblock in the same block.
+ */
 void chj_sb_decode(const struct chj_superblock *raw, struct chj_sb *sb);
 void chj_sb_encode(const struct chj_sb *sb, struct chj_superblock *raw);
 /* "01234567-89ab-..." */
@@ -170,6 +187,15 @@ struct chj_changes_info {
 	uint64_t changed_regions;
 	uint64_t damaged_bitmap_blocks;	/* counted as all changed */
 	unsigned tries;			/* snapshot attempts it took */
+	/*
+	 * Format 2: chunks marked in the current epoch's intent map (whole
+	 * chunks counted; after an unclean stop, or writes in the last
+	 * seconds), and whether an epoch of the answer was recovered coarse
+	 * from an unclean stop (its record holds whole chunks).
+	 */
+	uint64_t marked_chunks;
+	uint64_t chunk_regions;
+	int coarse;
 };
 
 struct chj_changes;

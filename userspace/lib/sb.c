@@ -30,11 +30,21 @@ void chj_sb_decode(const struct chj_superblock *r, struct chj_sb *sb)
 	sb->journal_tail = chj_le64(r->journal_tail);
 	sb->epoch_start_time = chj_le64(r->epoch_start_time);
 	sb->format_time = chj_le64(r->format_time);
+	sb->version = chj_le32(r->version);
+	if (sb->version >= 2) {
+		const struct chj_intent *in =
+			(const void *)((const uint8_t *)r + CHJ_INTENT_OFFSET);
+
+		sb->chunk_shift = chj_le32(in->chunk_shift);
+		memcpy(sb->intent, in->bits, sizeof(sb->intent));
+	}
 }
 
 /* Fill every field and the checksum of a raw superblock. */
 void chj_sb_encode(const struct chj_sb *sb, struct chj_superblock *r)
 {
+	struct chj_intent *in;
+
 	memset(r, 0, sizeof(*r));
 	r->magic = chj_cpu32(CHJ_SB_MAGIC);
 	r->version = chj_cpu32(CHJ_VERSION);
@@ -57,6 +67,56 @@ void chj_sb_encode(const struct chj_sb *sb, struct chj_superblock *r)
 	r->epoch_start_time = chj_cpu64(sb->epoch_start_time);
 	r->format_time = chj_cpu64(sb->format_time);
 	r->csum = chj_cpu32(chj_block_csum(r, CHJ_SB_BYTES));
+	in = (void *)((uint8_t *)r + CHJ_INTENT_OFFSET);
+	memset(in, 0, sizeof(*in));
+	in->magic = chj_cpu32(CHJ_INTENT_MAGIC);
+	in->seq = chj_cpu64(sb->seq);
+	in->chunk_shift = chj_cpu32(sb->version >= 2 ? sb->chunk_shift :
+				    chj_default_chunk_shift(sb->region_sectors,
+							    sb->nr_regions));
+	if (sb->version >= 2)
+		memcpy(in->bits, sb->intent, sizeof(in->bits));
+	in->csum = chj_cpu32(chj_block_csum(in, sizeof(*in)));
+}
+
+uint32_t chj_default_chunk_shift(uint32_t region_sectors, uint64_t nr_regions)
+{
+	/* 4 MiB chunks, as dm-chj's default chunk_sectors (8192). */
+	uint32_t want = 0;
+
+	while (region_sectors && (region_sectors << want) < 8192u && want < 31)
+		want++;
+	return chj_chunk_shift_for(nr_regions, want);
+}
+
+uint64_t chj_sb_marked_chunks(const struct chj_sb *sb)
+{
+	uint64_t n = 0;
+
+	if (sb->version < 2)
+		return 0;
+	for (size_t i = 0; i < sizeof(sb->intent); i++)
+		n += (uint64_t)__builtin_popcount(sb->intent[i]);
+	return n;
+}
+
+void chj_sb_intent_regions(const struct chj_sb *sb, struct chj_bits *b)
+{
+	uint64_t nc;
+
+	if (sb->version < 2 || sb->chunk_shift > CHJ_MAX_CHUNK_SHIFT)
+		return;
+	/* Checked on read: nc <= CHJ_MAX_CHUNKS, no bit past it. */
+	nc = chj_chunks_for(sb->nr_regions, sb->chunk_shift);
+	for (uint64_t c = 0; c < nc && c < CHJ_MAX_CHUNKS; c++) {
+		uint64_t first = c << sb->chunk_shift, n = 1ull << sb->chunk_shift;
+
+		if (!(sb->intent[c / 8] & (1u << (c % 8))))
+			continue;
+		if (n > sb->nr_regions - first)
+			n = sb->nr_regions - first;
+		chj_bits_set_range(b, first, n);
+	}
 }
 
 void chj_uuid_str(const uint8_t u[16], char out[37])
@@ -100,6 +160,14 @@ static enum chj_sb_state classify(const struct chj_superblock *r, unsigned idx,
 	if (chj_le64(r->seq) % CHJ_SB_COPIES != idx) {
 		*why = "sequence number does not belong in this block";
 		return CHJ_SB_MISPLACED;
+	}
+	if (chj_le32(r->version) >= 2) {
+		const struct chj_intent *in =
+			(const void *)((const uint8_t *)r + CHJ_INTENT_OFFSET);
+
+		*why = chj_intent_check(r, in, chj_block_csum(in, sizeof(*in)));
+		if (*why)
+			return CHJ_SB_BAD_FIELDS;
 	}
 	return CHJ_SB_VALID;
 }
@@ -176,8 +244,11 @@ int chj_sb_commit(struct chj_meta *m, struct chj_sb *sb, struct chj_error *e)
 		rc = chj_write_blocks(m, next.copy, 1, raw, e);
 	if (!rc)
 		rc = chj_meta_sync(m, e);
-	if (!rc)
-		*sb = next;
+	if (!rc) {
+		/* What was written: format 2, with its chunk size. */
+		chj_sb_decode(raw, sb);
+		sb->copy = next.copy;
+	}
 	free(raw);
 	return rc;
 }
