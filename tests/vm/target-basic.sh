@@ -69,22 +69,30 @@ assert_eq "$(head -c 65536 /dev/zero | sha256sum)" \
 dmsetup remove d
 losetup -d "$loop"
 
-log "mark_ahead: a sequential stream marks ahead, a random write does not"
+log "chunks: one mark covers a chunk; idle chunks are retired; mark_ahead is accepted"
 dd if=/dev/zero of=/dev/ram3 bs=4096 count=2 oflag=direct status=none
-dev=$(dm_create m "$(chj_table /dev/ram3 /dev/ram1 8) 2 mark_ahead 64")
-assert_eq "0 $S chj 1:3 1:1 8 2 mark_ahead 64" "$(dmsetup table m)" "table echo with features"
+dev=$(dm_create m "$(chj_table /dev/ram3 /dev/ram1 8) 4 chunk_sectors 2048 mark_ahead 64")
+assert_eq "0 $S chj 1:3 1:1 8 4 chunk_sectors 2048 mark_ahead 64" "$(dmsetup table m)" "table echo with features"
+stat_of() { dmsetup message m 0 stats | tr ' ' '\n' | sed -n "s/^$1=//p"; }
+assert_eq 256 "$(stat_of chunk_regions)" "chunk of 1 MiB (2048 sectors)"
 wr "$dev" 4000 4
-assert_eq 1 "$(st m marked)" "isolated write: no mark ahead"
-wr "$dev" 4004 4
-assert_eq 66 "$(st m marked)" "write after a marked region: 64 ahead"
-wr "$dev" 4008 252
-assert_eq 66 "$(st m marked)" "the stream stays on the fast path"
-wr "$dev" $((S / 2 - 12)) 4
-assert_eq 67 "$(st m marked)" "isolated write near the end"
-wr "$dev" $((S / 2 - 8)) 4
-assert_eq 69 "$(st m marked)" "mark ahead stops at the last region"
+assert_eq "1 1 1" "$(st m marked) $(stat_of commits) $(stat_of marked_chunks)" "first write: one chunk mark"
+# The rest of the 1 MiB chunk [3072 KiB, 4096 KiB) needs no metadata write.
+wr "$dev" 3072 1024
+assert_eq "256 1 1" "$(st m marked) $(stat_of commits) $(stat_of marked_chunks)" "the chunk's other regions: no new commit"
+wr "$dev" 4096 4
+assert_eq "257 2 2" "$(st m marked) $(stat_of commits) $(stat_of marked_chunks)" "the next chunk: one more mark"
+# The cleaner (every clean_interval_ms, 1 s) writes the exact bits and retires
+# chunks that stayed idle for a whole interval: wait for it, bounded.
+for _ in $(seq 100); do [ "$(stat_of marked_chunks)" = 0 ] && break; sleep 0.1; done
+assert_eq "0 257" "$(stat_of marked_chunks) $(st m marked)" "idle chunks retired, exact bits kept"
+[ "$(stat_of chunk_retires)" -ge 2 ] || fail "retires counted: $(dmsetup message m 0 stats)"
+wr "$dev" 4000 4
+assert_eq "3 1" "$(stat_of commits) $(stat_of marked_chunks)" "a write to a retired chunk marks it again"
 dmsetup remove m
 must_refuse "mark_ahead too large" "$(chj_table /dev/ram3 /dev/ram1 8) 2 mark_ahead 40000" "mark_ahead takes"
+must_refuse "chunk smaller than a region" "$(chj_table /dev/ram3 /dev/ram1 16) 2 chunk_sectors 8" "chunk_sectors"
+must_refuse "chunk not a power of two" "$(chj_table /dev/ram3 /dev/ram1 8) 2 chunk_sectors 3000" "chunk_sectors"
 
 log "bad table lines"
 must_refuse "region size 7" "$(chj_table /dev/ram2 /dev/ram1 7)" "Region size must be a power of two"
