@@ -122,7 +122,6 @@ main() {
 		log "baseline: epoch $E begins at log mark 'base' ($(elapsed))"
 		workload "$IOS"
 		log "chj status: $(dmsetup status c)"
-		# offloaded_bios > 0: commits ran in the worker on the other CPU.
 		log "chj stats: $(dmsetup message c 0 stats)"
 		log "log-writes status: $(dmsetup status lw)"
 		lw_down
@@ -140,7 +139,9 @@ main() {
 		}
 		printf '%s\n' "$out"
 		points=$(sed -n 's/^crash points checked: \([0-9]*\) (passed.*/\1/p' <<<"$out")
-		if [ -z "$points" ] || [ "$points" -lt 1000 ]; then
+		# Format 2 writes metadata rarely (chunk marks, cleaner passes), so
+		# the points (each metadata write and flush) are a few hundred.
+		if [ -z "$points" ] || [ "$points" -lt 200 ]; then
 			fail "too few crash points checked: '$points'"
 		fi
 		torn=$(sed -n 's/.* \([0-9]*\) torn-write states$/\1/p' <<<"$out")

@@ -1,8 +1,9 @@
 #!/bin/bash
 # The issue-order checker's negative controls: dm-chj builds broken on
 # purpose from this tree (tests/order/build-broken-targets: issue before the
-# bitmap write, publish before it completes, no FUA on a write-back device,
-# no drain at a checkpoint) must each fail tests/order/order-check, and this
+# chunk mark's write, make the chunk usable before it completes, no FUA on a
+# write-back device, no drain at a checkpoint, retire a chunk mark before the
+# exact bits are written) must each fail tests/order/order-check, and this
 # tree's module must pass the same setup and workload.
 # vm-disks: 64M
 # vm-timeout: 600
@@ -42,6 +43,7 @@ setup() {
 		# Origin writes that stay in flight for a while.
 		dm_create od "0 $(sectors /dev/ram0) delay /dev/ram0 0 0 /dev/ram0 0 20" >/dev/null
 		META=/dev/ram1 ORIGIN=/dev/mapper/od RS=8 ;;
+	retire-early) META=/dev/ram1 ORIGIN=/dev/ram0 RS=8 ;;
 	esac
 	dd if=/dev/zero of="$META" bs=1M count=4 oflag=direct status=none
 	dm_create c "$(chj_table "$META" "$ORIGIN" "$RS")" >/dev/null
@@ -71,6 +73,17 @@ workload() {
 			order_ckpt c >/dev/null
 		done
 		wait $pid || fail "fio no-drain" ;;
+	retire-early)
+		# A burst over a few chunks, then idle until the cleaner (every
+		# 100 ms here) has retired every mark: polled, bounded.
+		echo 100 >/sys/module/dm_chj/parameters/clean_interval_ms
+		fio_c a --rw=randwrite --bs=4k --ioengine=libaio --iodepth=8 --size=12M --number_ios=300
+		for i in $(seq 100); do
+			dmsetup message c 0 stats | grep -q ' marked_chunks=0 ' && break
+			sleep 0.05
+		done
+		dmsetup message c 0 stats | grep -q ' marked_chunks=0 ' || fail "no retire in 5 s"
+		echo 1000 >/sys/module/dm_chj/parameters/clean_interval_ms ;;
 	esac
 }
 
@@ -88,7 +101,7 @@ run() {
 
 brd_setup 2 65536
 summary=()
-for v in issue-early publish-early no-fua no-drain; do
+for v in issue-early publish-early no-fua no-drain retire-early; do
 	[ -f "$BROKEN/$v/dm-chj.ko" ] || fail "control $v was not built (tests/order/build-broken-targets)"
 	log "=== $v: this tree's module on the same setup must pass"
 	run "$v" "$REAL"
@@ -101,6 +114,9 @@ for v in issue-early publish-early no-fua no-drain; do
 	line=$(grep -E '^order-check: [0-9]+ violations' <<<"$OUT") || fail "$v: no violation count"
 	if [ "$v" = no-drain ] && ! grep -qE ' [1-9][0-9]* (in flight|queued during)' <<<"$line"; then
 		fail "no-drain caught, but not as a write straddling the epoch switch: $line"
+	fi
+	if [ "$v" = retire-early ] && ! grep -qE ' [1-9][0-9]* chunk marks retired early' <<<"$line"; then
+		fail "retire-early caught, but not as a mark retired early: $line"
 	fi
 	summary+=("$v: ${line#order-check: }")
 done
