@@ -25,7 +25,12 @@
  * format 1 has one bitmap block per CHJ_REGIONS_PER_BLOCK regions; format 2
  * adds the superblock blocks, whose intent map marks the region's chunk.
  * The checker sees no contents, so any durable superblock write queued
- * after the incoming write counts as the mark.  Format 2 retires chunk
+ * after the chunk's first incoming write in the epoch counts as the mark
+ * (a chunk is marked once and covers its later writes).  After a flushed
+ * superblock write that may have retired it, a chunk needs a new mark for
+ * its next write when no write came to it over the last two such writes
+ * (dm-chj retires chunks idle for a whole clean pass; a chunk retired while
+ * busier than that is not checked for its new mark).  Format 2 retires chunk
  * marks: a superblock written with PREFLUSH outside a checkpoint may clear
  * any chunk, so at each one, every region covered in the epoch whose
  * origin write was queued before the retire pass began (the first bitmap
@@ -119,6 +124,10 @@ struct covered {
 static struct covered *cov;
 static size_t ncov, covcap;
 static uint64_t pass_start = NONE;	/* first bitmap write since the last sb write */
+/* Format 2, per chunk: the write its mark must follow; the last write to it. */
+static uint64_t *need, *last_in, nr_chunks;
+static uint32_t chunk_shift;
+static uint64_t retire_prev[2];	/* the last two potential retires' queue times */
 
 static struct stats {
 	uint64_t origin_writes, first_writes, unchecked, meta_writes, durable,
@@ -582,6 +591,15 @@ static void incoming(const struct ev *e)
 	for (r = r0; r <= r1 && r < cfg.nr_regions; r++)
 		if (ifirst[r] == NONE || ifirst[r] <= epoch_start)
 			ifirst[r] = e->ts;
+	if (cfg.version >= 2 && r0 < cfg.nr_regions) {
+		if (r1 >= cfg.nr_regions)
+			r1 = cfg.nr_regions - 1;
+		for (uint64_t c = r0 >> chunk_shift; c <= r1 >> chunk_shift; c++) {
+			last_in[c] = e->ts;
+			if (need[c] == NONE || need[c] <= epoch_start)
+				need[c] = e->ts;
+		}
+	}
 	inc = grow(inc, &inccap, ninc + 1, sizeof(*inc));
 	inc[ninc++] = *e;
 }
@@ -645,10 +663,20 @@ static void origin_write(const struct ev *e)
 			req = its;
 		if (req == NONE || req < epoch_start)
 			req = epoch_start;
-		for (i = 0; i < n; i++)
-			if ((blk[i] < meta_blocks && maxq[blk[i]] > req) ||
+		for (i = 0; i < n; i++) {
+			/* A chunk mark follows the chunk's first need, not r's. */
+			uint64_t after = req;
+
+			if (i > 0) {
+				uint64_t c = r >> chunk_shift;
+
+				if (need[c] != NONE && need[c] > epoch_start && need[c] < after)
+					after = need[c];
+			}
+			if ((blk[i] < meta_blocks && maxq[blk[i]] > after) ||
 			    (blk[i] < meta_blocks && premark[blk[i]] > epoch_start))
 				ok = true;
+		}
 		if (checked_epoch[r] != epoch) {
 			checked_epoch[r] = (uint32_t)epoch;
 			st.first_writes++;
@@ -676,6 +704,12 @@ static void retire_check(uint64_t ts)
 	uint64_t from = pass_start == NONE ? ts : pass_start;
 
 	st.retire_checks++;
+	/* Chunks idle since two retires ago may be unmarked now. */
+	for (uint64_t c = 0; c < nr_chunks; c++)
+		if (last_in[c] == NONE || last_in[c] <= retire_prev[0])
+			need[c] = NONE;
+	retire_prev[0] = retire_prev[1];
+	retire_prev[1] = ts;
 	for (size_t i = 0; i < ncov; i++) {
 		uint64_t b = cfg.bitmap_start + cov[i].r / CHJ_REGIONS_PER_BLOCK;
 
@@ -875,6 +909,8 @@ int main(int argc, char **argv)
 	cfg.bitmap_start = sb.bitmap_start;
 	cfg.bitmap_blocks = sb.bitmap_blocks;
 	cfg.version = sb.version;
+	chunk_shift = sb.version >= 2 ? sb.chunk_shift : 0;
+	nr_chunks = sb.version >= 2 ? chj_chunks_for(sb.nr_regions, chunk_shift) : 0;
 	meta_blocks = sb.metadata_blocks;
 
 	if (trace && !(f = fopen(trace, "r")))
@@ -891,8 +927,13 @@ int main(int argc, char **argv)
 	maxq = calloc(meta_blocks, sizeof(*maxq));
 	premark = calloc(meta_blocks, sizeof(*premark));
 	doneq = calloc(meta_blocks, sizeof(*doneq));
-	if (!ifirst || !checked_epoch || !ok_epoch || !maxq || !premark || !doneq)
+	need = malloc((nr_chunks + 1) * sizeof(*need));
+	last_in = malloc((nr_chunks + 1) * sizeof(*last_in));
+	if (!ifirst || !checked_epoch || !ok_epoch || !maxq || !premark || !doneq ||
+	    !need || !last_in)
 		die("out of memory");
+	memset(need, 0xff, (nr_chunks + 1) * sizeof(*need));
+	memset(last_in, 0xff, (nr_chunks + 1) * sizeof(*last_in));
 	memset(ifirst, 0xff, cfg.nr_regions * sizeof(*ifirst));
 	check();
 

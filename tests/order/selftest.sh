@@ -133,5 +133,12 @@ expect fail "format 2: retired while the exact bits' write was in flight" "may r
 { ckpt 10; q 20 $C W 0 8; q 21 $M WFS 0 8; bc 22 $M WFS 0 8;
   q 24 $M WS 16 8; q 25 $O W 0 8; bc 26 $M WS 16 8; q 32 $M FWFS 8 8; bc 33 $M FWFS 8 8; } >"$tmp/trace"
 expect pass "format 2: a write during the retire pass is not the pass's" "" $WT
+{ ckpt 10; q 20 $C W 0 8; q 21 $M WFS 0 8; bc 22 $M WFS 0 8; q 23 $O W 0 8;
+  q 30 $C W 8 8; q 31 $O W 8 8; } >"$tmp/trace"
+expect pass "format 2: one chunk mark covers the chunk's other regions" "" $WT
+{ ckpt 10; q 20 $C W 0 8; q 21 $M WFS 0 8; bc 22 $M WFS 0 8; q 23 $O W 0 8;
+  q 30 $M WS 16 8; bc 31 $M WS 16 8; q 32 $M FWFS 8 8; bc 33 $M FWFS 8 8;
+  q 40 $M FWFS 0 8; bc 41 $M FWFS 0 8; q 50 $C W 8 8; q 51 $O W 8 8; } >"$tmp/trace"
+expect fail "format 2: a chunk idle over two retires is written without a new mark" "no durable write of metadata block" $WT
 echo "order-check self-test: $passed passed, $failed failed"
 [ $failed = 0 ]
