@@ -723,7 +723,10 @@ static void retire_check(uint64_t ts)
 	}
 }
 
-/* The superblock write that ends the epoch: the last one in each checkpoint window. */
+/*
+ * The superblock write that ends the epoch: the last flushed one in each
+ * checkpoint window (it follows the journal record's writes).
+ */
 static void find_switches(bool *is_switch)
 {
 	size_t i, last = SIZE_MAX;
@@ -744,7 +747,9 @@ static void find_switches(bool *is_switch)
 				die("no superblock write in the checkpoint window ending at #%" PRIu64, e->ts);
 			is_switch[last] = true;
 			in = false;
-		} else if (in && e->kind == EV_QUEUE && e->dev == cfg.meta && is_sb_write(e)) {
+		} else if (in && e->kind == EV_QUEUE && e->dev == cfg.meta && is_sb_write(e) &&
+			   e->preflush) {
+			/* Format 2 marks chunks with FUA alone, after the switch too. */
 			last = i;
 		}
 	}
