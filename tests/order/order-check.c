@@ -65,7 +65,7 @@ struct ev {
 	uint32_t dev;
 	uint32_t nr;
 	uint8_t kind, op;
-	bool preflush, fua;
+	bool preflush, fua, meta;
 	int err;
 	char mark[48];		/* EV_MARK: the text after "chj-order: " */
 };
@@ -192,6 +192,7 @@ static void parse_rwbs(const char *s, struct ev *e)
 	if (s[i])
 		i++;
 	e->fua = s[i] == 'F';
+	e->meta = strchr(s + i, 'M') != NULL;
 }
 
 static bool data_op(const struct ev *e)
@@ -695,6 +696,16 @@ static void origin_write(const struct ev *e)
 }
 
 /*
+ * Format 2: a superblock commit that depends on earlier writes goes out with
+ * PREFLUSH and REQ_META (the block layer drops PREFLUSH on a device without
+ * a volatile cache, REQ_META it keeps); a chunk mark has neither.
+ */
+static bool flushed_sb(const struct ev *e)
+{
+	return e->preflush || e->meta;
+}
+
+/*
  * Format 2, a superblock write S queued at ts that may retire chunk marks:
  * every region covered before the pass began needs a completed write of
  * its bitmap block queued after its incoming write.
@@ -748,7 +759,7 @@ static void find_switches(bool *is_switch)
 			is_switch[last] = true;
 			in = false;
 		} else if (in && e->kind == EV_QUEUE && e->dev == cfg.meta && is_sb_write(e) &&
-			   e->preflush) {
+			   (cfg.version < 2 || flushed_sb(e))) {
 			/* Format 2 marks chunks with FUA alone, after the switch too. */
 			last = i;
 		}
@@ -789,7 +800,7 @@ static void check(void)
 
 					if (is_sb_write(e)) {
 						/* Inside a checkpoint: journal room or the switch. */
-						if (e->preflush && !in_ckpt && epoch)
+						if (flushed_sb(e) && !in_ckpt && epoch)
 							retire_check(e->ts);
 						pass_start = NONE;
 					} else if (is_bitmap_block(b) && pass_start == NONE) {

@@ -22,13 +22,13 @@ rc() { ev "$1" "block_rq_complete: $2 $3 () $4 + $5 [${6:-0}]"; }
 mk() { ev "$1" "tracing_mark_write: chj-order: $2"; }
 ckpt() { # ckpt TS: a checkpoint window with a superblock write, write-through
 	mk "$1" "checkpoint begin"
-	q $(($1 + 1)) 9,1 FWFS 8 8
-	bc $(($1 + 2)) 9,1 FWFS 8 8
+	q $(($1 + 1)) 9,1 FWFSM 8 8
+	bc $(($1 + 2)) 9,1 FWFSM 8 8
 	mk $(($1 + 3)) "checkpoint end"
 }
 ckptwb() { # ckptwb TS: the same on write-back request-based metadata
 	mk "$1" "checkpoint begin"
-	q $(($1 + 1)) 9,1 FWFS 8 8
+	q $(($1 + 1)) 9,1 FWFSM 8 8
 	ri $(($1 + 2)) 9,1 WS 8 8
 	rc $(($1 + 3)) 9,1 WS 8 8
 	ri $(($1 + 4)) 9,1 FF 0 0
@@ -73,18 +73,18 @@ expect pass "a later write to a marked region" "" $WT
   q 30 $C W 0 8; q 31 $O W 0 8; } >"$tmp/trace"
 expect fail "a mark of the previous epoch" "no durable write of metadata block" $WT
 { ckpt 10; q 20 $C W 0 8; q 21 $M WFS 16 8; bc 22 $M WFS 16 8; q 23 $O W 0 8; bc 24 $O W 0 8;
-  mk 40 "checkpoint begin"; q 41 $M FWFS 8 8; bc 42 $M FWFS 8 8; mk 43 "checkpoint end";
+  mk 40 "checkpoint begin"; q 41 $M FWFSM 8 8; bc 42 $M FWFSM 8 8; mk 43 "checkpoint end";
   q 50 $C W 0 8; q 51 $M WFS 16 8; bc 52 $M WFS 16 8; q 53 $O W 0 8; } >"$tmp/trace"
 expect pass "marked again in the new epoch" "" $WT
 { ckpt 10; q 20 $C W 0 8; q 21 $M WFS 16 8; bc 22 $M WFS 16 8; q 23 $O W 0 8;
-  mk 40 "checkpoint begin"; q 41 $M FWFS 8 8; bc 42 $M FWFS 8 8; mk 43 "checkpoint end";
+  mk 40 "checkpoint begin"; q 41 $M FWFSM 8 8; bc 42 $M FWFSM 8 8; mk 43 "checkpoint end";
   bc 44 $O W 0 8; } >"$tmp/trace"
 expect fail "an origin write in flight when the epoch switch began" "still in flight when the epoch switch" $WT
 { ckpt 10; q 20 $C W 0 8; q 21 $M WFS 16 8; bc 22 $M WFS 16 8;
-  mk 40 "checkpoint begin"; q 41 $M FWFS 8 8; q 42 $O W 0 8; bc 43 $M FWFS 8 8;
+  mk 40 "checkpoint begin"; q 41 $M FWFSM 8 8; q 42 $O W 0 8; bc 43 $M FWFSM 8 8;
   mk 44 "checkpoint end"; } >"$tmp/trace"
 expect fail "an origin write queued during the epoch switch" "is not durable" $WT
-{ ckpt 10; q 20 $C W 0 8; mk 30 "checkpoint begin"; q 31 $M FWFS 8 8; bc 32 $M FWFS 8 8;
+{ ckpt 10; q 20 $C W 0 8; mk 30 "checkpoint begin"; q 31 $M FWFSM 8 8; bc 32 $M FWFSM 8 8;
   mk 33 "checkpoint end"; q 40 $M WFS 16 8; bc 41 $M WFS 16 8; q 42 $O W 0 8; bc 43 $O W 0 8;
   q 50 $C W 4 4; q 51 $O W 4 4; } >"$tmp/trace"
 expect pass "a write held across a checkpoint, marked in the new epoch, then another" "" $WT
@@ -122,23 +122,23 @@ expect pass "format 2: chunk mark durable, then data" "" $WT
 { ckpt 10; q 20 $C W 0 8; q 21 $M WFS 0 8; q 23 $O W 0 8; bc 24 $M WFS 0 8; } >"$tmp/trace"
 expect fail "format 2: data queued before the chunk mark completed" "no durable write of metadata block" $WT
 { ckpt 10; q 20 $C W 0 8; q 21 $M WFS 0 8; bc 22 $M WFS 0 8; q 23 $O W 0 8;
-  q 30 $M WS 16 8; bc 31 $M WS 16 8; q 32 $M FWFS 8 8; bc 33 $M FWFS 8 8; } >"$tmp/trace"
+  q 30 $M WS 16 8; bc 31 $M WS 16 8; q 32 $M FWFSM 8 8; bc 33 $M FWFSM 8 8; } >"$tmp/trace"
 expect pass "format 2: exact bits written, then the mark retired" "" $WT
 { ckpt 10; q 20 $C W 0 8; q 21 $M WFS 0 8; bc 22 $M WFS 0 8; q 23 $O W 0 8;
-  q 32 $M FWFS 8 8; bc 33 $M FWFS 8 8; } >"$tmp/trace"
+  q 32 $M FWFSM 8 8; bc 33 $M FWFSM 8 8; } >"$tmp/trace"
 expect fail "format 2: a mark retired before the exact bits were written" "may retire the chunk" $WT
 { ckpt 10; q 20 $C W 0 8; q 21 $M WFS 0 8; bc 22 $M WFS 0 8; q 23 $O W 0 8;
-  q 30 $M WS 16 8; q 32 $M FWFS 8 8; bc 33 $M FWFS 8 8; bc 34 $M WS 16 8; } >"$tmp/trace"
+  q 30 $M WS 16 8; q 32 $M FWFSM 8 8; bc 33 $M FWFSM 8 8; bc 34 $M WS 16 8; } >"$tmp/trace"
 expect fail "format 2: retired while the exact bits' write was in flight" "may retire the chunk" $WT
 { ckpt 10; q 20 $C W 0 8; q 21 $M WFS 0 8; bc 22 $M WFS 0 8;
-  q 24 $M WS 16 8; q 25 $O W 0 8; bc 26 $M WS 16 8; q 32 $M FWFS 8 8; bc 33 $M FWFS 8 8; } >"$tmp/trace"
+  q 24 $M WS 16 8; q 25 $O W 0 8; bc 26 $M WS 16 8; q 32 $M FWFSM 8 8; bc 33 $M FWFSM 8 8; } >"$tmp/trace"
 expect pass "format 2: a write during the retire pass is not the pass's" "" $WT
 { ckpt 10; q 20 $C W 0 8; q 21 $M WFS 0 8; bc 22 $M WFS 0 8; q 23 $O W 0 8;
   q 30 $C W 8 8; q 31 $O W 8 8; } >"$tmp/trace"
 expect pass "format 2: one chunk mark covers the chunk's other regions" "" $WT
 { ckpt 10; q 20 $C W 0 8; q 21 $M WFS 0 8; bc 22 $M WFS 0 8; q 23 $O W 0 8;
-  q 30 $M WS 16 8; bc 31 $M WS 16 8; q 32 $M FWFS 8 8; bc 33 $M FWFS 8 8;
-  q 40 $M FWFS 0 8; bc 41 $M FWFS 0 8; q 45 $M FWFS 8 8; bc 46 $M FWFS 8 8;
+  q 30 $M WS 16 8; bc 31 $M WS 16 8; q 32 $M FWFSM 8 8; bc 33 $M FWFSM 8 8;
+  q 40 $M FWFSM 0 8; bc 41 $M FWFSM 0 8; q 45 $M FWFSM 8 8; bc 46 $M FWFSM 8 8;
   q 50 $C W 8 8; q 51 $O W 8 8; } >"$tmp/trace"
 expect fail "format 2: a chunk idle over three retires is written without a new mark" "no durable write of metadata block" $WT
 echo "order-check self-test: $passed passed, $failed failed"
