@@ -125,7 +125,7 @@ static struct covered *cov;
 static size_t ncov, covcap;
 static uint64_t pass_start = NONE;	/* first bitmap write since the last sb write */
 /* Format 2, per chunk: the write its mark must follow; the last write to it. */
-static uint64_t *need, *last_in, nr_chunks;
+static uint64_t *need, *last_in, *need_epoch, nr_chunks;
 static uint32_t chunk_shift;
 static uint64_t retire_prev[2];	/* the last two potential retires' queue times */
 
@@ -549,6 +549,10 @@ static void violation(const char *fmt, ...)
 	putchar('\n');
 }
 
+/* Incoming writes on the chj device not yet matched to an origin write. */
+static struct ev *inc;
+static size_t ninc, inccap;
+
 static void durable(struct dev_model *d, struct tracked *t, uint64_t ts)
 {
 	uint64_t b, first, last;
@@ -561,6 +565,21 @@ static void durable(struct dev_model *d, struct tracked *t, uint64_t ts)
 		/* The superblock ending the epoch is durable: a new epoch. */
 		ncov = 0;
 		epoch++;
+		/*
+		 * Writes held over the switch need their chunks marked in the new
+		 * epoch: from its start, before any later write to those chunks.
+		 */
+		for (size_t i = 0; cfg.version >= 2 && i < ninc; i++) {
+			uint64_t a = inc[i].sector / cfg.region_sectors;
+			uint64_t z = (inc[i].sector + inc[i].nr - 1) / cfg.region_sectors;
+
+			if (z >= cfg.nr_regions)
+				z = cfg.nr_regions - 1;
+			for (uint64_t c = a >> chunk_shift; a <= z && c <= z >> chunk_shift; c++) {
+				need[c] = ts;
+				need_epoch[c] = epoch;
+			}
+		}
 		st.epochs++;
 		epoch_start = ts;
 		switching = false;
@@ -580,9 +599,6 @@ static void durable(struct dev_model *d, struct tracked *t, uint64_t ts)
 	}
 }
 
-/* Incoming writes on the chj device not yet matched to an origin write. */
-static struct ev *inc;
-static size_t ninc, inccap;
 
 static void incoming(const struct ev *e)
 {
@@ -597,8 +613,10 @@ static void incoming(const struct ev *e)
 			r1 = cfg.nr_regions - 1;
 		for (uint64_t c = r0 >> chunk_shift; c <= r1 >> chunk_shift; c++) {
 			last_in[c] = e->ts;
-			if (need[c] == NONE || need[c] <= epoch_start)
+			if (need[c] == NONE || need_epoch[c] != epoch) {
 				need[c] = e->ts;
+				need_epoch[c] = epoch;
+			}
 		}
 	}
 	inc = grow(inc, &inccap, ninc + 1, sizeof(*inc));
@@ -671,8 +689,8 @@ static void origin_write(const struct ev *e)
 			if (i > 0) {
 				uint64_t c = r >> chunk_shift;
 
-				if (need[c] != NONE && need[c] > epoch_start && need[c] < after)
-					after = need[c];
+				if (need[c] != NONE && need_epoch[c] == epoch && need[c] < after)
+					after = need[c] < epoch_start ? epoch_start : need[c];
 			}
 			if ((blk[i] < meta_blocks && maxq[blk[i]] > after) ||
 			    (blk[i] < meta_blocks && premark[blk[i]] > epoch_start))
@@ -718,7 +736,7 @@ static void retire_check(uint64_t ts)
 	/* Chunks idle since two retires ago may be unmarked now. */
 	for (uint64_t c = 0; c < nr_chunks; c++)
 		if (last_in[c] == NONE || last_in[c] <= retire_prev[0])
-			need[c] = NONE;
+			need[c] = NONE;	/* the next write needs a new mark */
 	retire_prev[0] = retire_prev[1];
 	retire_prev[1] = ts;
 	for (size_t i = 0; i < ncov; i++) {
@@ -945,8 +963,9 @@ int main(int argc, char **argv)
 	doneq = calloc(meta_blocks, sizeof(*doneq));
 	need = malloc((nr_chunks + 1) * sizeof(*need));
 	last_in = malloc((nr_chunks + 1) * sizeof(*last_in));
+	need_epoch = calloc(nr_chunks + 1, sizeof(*need_epoch));
 	if (!ifirst || !checked_epoch || !ok_epoch || !maxq || !premark || !doneq ||
-	    !need || !last_in)
+	    !need || !last_in || !need_epoch)
 		die("out of memory");
 	memset(need, 0xff, (nr_chunks + 1) * sizeof(*need));
 	memset(last_in, 0xff, (nr_chunks + 1) * sizeof(*last_in));

@@ -141,5 +141,9 @@ expect pass "format 2: one chunk mark covers the chunk's other regions" "" $WT
   q 40 $M FWFSM 0 8; bc 41 $M FWFSM 0 8; q 45 $M FWFSM 8 8; bc 46 $M FWFSM 8 8;
   q 50 $C W 8 8; q 51 $O W 8 8; } >"$tmp/trace"
 expect fail "format 2: a chunk idle over three retires is written without a new mark" "no durable write of metadata block" $WT
+{ ckpt 10; mk 40 "checkpoint begin"; q 41 $C W 0 8; q 42 $M FWFSM 8 8; bc 43 $M FWFSM 8 8;
+  mk 44 "checkpoint end"; q 45 $M WFS 0 8; bc 46 $M WFS 0 8; q 47 $C W 8 8; q 48 $O W 0 8;
+  q 49 $O W 8 8; } >"$tmp/trace"
+expect pass "format 2: a write held over the switch, marked after it, covers a later one" "" $WT
 echo "order-check self-test: $passed passed, $failed failed"
 [ $failed = 0 ]
