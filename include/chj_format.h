@@ -301,7 +301,7 @@ static inline __u64 chj_chunks_for(__u64 nr_regions, __u32 shift)
 
 /*
  * The smallest chunk shift >= want whose chunks fit the intent map: big
- * origins get bigger chunks (28416 chunks: 4 MiB chunks up to 111 GiB of
+ * origins get bigger chunks (28480 chunks: 4 MiB chunks up to 111 GiB of
  * 4 KiB regions, 64 MiB up to 1.7 TiB).
  */
 static inline __u32 chj_chunk_shift_for(__u64 nr_regions, __u32 want)

@@ -78,7 +78,7 @@ fio --name=four --filename="$dev" --rw=randwrite --bs=4k --direct=1 \
 	--eta=never >/dev/null
 assert_eq 12000 "$(st big marked)" "regions marked by 4 x 3000 distinct writes"
 
-# Format 2 on a 1 TiB origin: chunks of 64 MiB (the intent map holds 28416;
+# Format 2 on a 1 TiB origin: chunks of 64 MiB (the intent map holds 28480;
 # 4 MiB would need 262144), and every region of 23000 random writes over
 # 2 GiB marked exactly with a few dozen chunk marks, not one per write.
 log "chunks: 64 MiB on 1 TiB; 20000 QD32 writes and 3000 QD1 writes, all marked"

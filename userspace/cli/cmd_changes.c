@@ -50,12 +50,20 @@ static void changes_print(const struct chj_changes *ch, const struct opts *o)
 	/* "unit" is the unit of the ranges; every other size names its own. */
 	if (o->json)
 		printf("{\"since\": %llu, \"current_epoch\": %llu, \"oldest_epoch\": %llu, "
-		       "\"unit\": \"%s\", \"region_size_bytes\": %llu, \"ranges\": [",
+		       "\"unit\": \"%s\", \"region_size_bytes\": %llu, \"coarse\": %s, "
+		       "\"marked_chunks\": %llu, \"chunk_regions\": %llu, \"ranges\": [",
 		       (unsigned long long)in->since,
 		       (unsigned long long)in->sb.current_epoch,
 		       (unsigned long long)in->sb.oldest_epoch,
 		       o->bytes ? "bytes" : "sectors",
-		       (unsigned long long)in->sb.region_sectors << CHJ_SECTOR_SHIFT);
+		       (unsigned long long)in->sb.region_sectors << CHJ_SECTOR_SHIFT,
+		       in->coarse ? "true" : "false",
+		       (unsigned long long)in->marked_chunks,
+		       (unsigned long long)in->chunk_regions);
+	else if (in->coarse)
+		fprintf(stderr, "chj: note: changes since %llu: an epoch was recovered coarse after an unclean stop (whole chunks of %llu regions counted): complete, with extra regions\n",
+			(unsigned long long)in->since,
+			(unsigned long long)(in->chunk_regions ? in->chunk_regions : 1));
 	while (chj_changes_next(ch, &cur, &r)) {
 		unsigned long long s = r.start << shift, l = r.len << shift;
 
