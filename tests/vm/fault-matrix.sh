@@ -26,6 +26,8 @@ meta_table() {
 	linear) echo "0 $n linear /dev/ram1 0" ;;
 	# The first bitmap block (metadata sectors 16..23) unreadable and unwritable.
 	badbitmap) printf '0 16 linear /dev/ram1 0\n16 8 error\n24 %s linear /dev/ram1 24\n' $((n - 24)) ;;
+	# Both superblock blocks (sectors 0..15) unreadable and unwritable.
+	badsb) printf '0 16 error\n16 %s linear /dev/ram1 16\n' $((n - 16)) ;;
 	error) echo "0 $n error" ;;
 	esac
 }
@@ -79,6 +81,11 @@ cover() {
 	out=$($COVER /tmp/snap /tmp/now 8 /tmp/changes) || { echo "$out"; fail "$what: a change was missed"; }
 	log "$what: $out"
 	CASES+=("$what: $out")
+}
+
+# covers START LEN: the ranges of `chj changes` on stdin cover [START, +LEN).
+covers() {
+	awk -v s="$1" -v e="$(($1 + $2))" '$1 <= s && $1 + $2 >= e { ok = 1 } END { exit !ok }'
 }
 
 # fio_bg SECONDS [fio options]: random 4K writes on c in the background.
@@ -158,23 +165,35 @@ log "=== a failed data write is still reported changed"
 fresh
 under og "$(og_table badblock)"
 if wr /dev/mapper/c 2048 4 2>/dev/null; then fail "a write to the error segment succeeded"; fi
-$CHJ changes --since "$E" c | grep -qx "4096 8" || fail "the failed write's region is not reported"
+$CHJ changes --since "$E" c | covers 4096 8 || fail "the failed write's region is not reported"
 CASES+=("failed origin write: region reported")
 under og "$(og_table linear)"
 
-log "=== an error segment under one bitmap block: commit fails, fail mode, nothing unmarked reaches the origin"
+log "=== an error segment under the superblocks: the chunk mark fails, fail mode, nothing unmarked reaches the origin"
 fresh
-# The only bitmap block of a 64 MiB origin: metadata sectors 16..23.
-dmsetup load md --table "$(meta_table badbitmap)"
+dmsetup load md --table "$(meta_table badsb)"
 dmsetup resume md
 before=$(dd if=/dev/ram0 bs=4096 skip=1000 count=1 iflag=direct status=none | sha256sum)
 if wr /dev/mapper/c 4000 4 2>/dev/null; then fail "a write whose mark failed succeeded"; fi
 assert_eq "$before" "$(dd if=/dev/ram0 bs=4096 skip=1000 count=1 iflag=direct status=none | sha256sum)" \
 	"origin untouched by the write whose mark failed"
-assert_eq fail "$(status_mode c)" "mode after a failed commit"
+assert_eq fail "$(status_mode c)" "mode after a failed chunk mark"
 under md "$(meta_table linear)"
 assert_eq "$(st c nr)" "$(st c marked)" "the reloaded epoch is marked-all"
-cover "bitmap write error at commit"
+cover "superblock write error at a chunk mark"
+
+log "=== an error segment under the bitmap block: the exact map's write fails, fail mode, nothing lost"
+fresh
+# The only bitmap block of a 64 MiB origin: metadata sectors 16..23.
+dmsetup load md --table "$(meta_table badbitmap)"
+dmsetup resume md
+wr /dev/mapper/c 4000 4 || fail "a write under a durable chunk mark failed"
+# The cleaner writes the exact map within a second: wait for its failure.
+for _ in $(seq 100); do [ "$(status_mode c)" = fail ] && break; sleep 0.1; done
+assert_eq fail "$(status_mode c)" "mode after a failed exact map write"
+under md "$(meta_table linear)"
+assert_eq "$(st c nr)" "$(st c marked)" "the reloaded epoch is marked-all"
+cover "bitmap write error in the cleaner"
 
 log "=== dm-flakey error_writes windows on the metadata under load"
 fresh
@@ -190,23 +209,24 @@ cover "flakey error_writes ($n acknowledged writes read back)"
 
 log "=== dm-flakey drop_writes on the metadata (a device that lies): what still holds"
 fresh
+# Three writes in three 4 MiB chunks: each needs its own chunk mark.
 wr /dev/mapper/c 0 16	# marked before the window: durable
 dmsetup suspend --noflush md
 dmsetup load md --table "0 $(sectors /dev/ram1) flakey /dev/ram1 0 0 2 1 drop_writes"
 dmsetup resume md
-wr /dev/mapper/c 1024 16	# marks dropped by the device
+wr /dev/mapper/c 8192 16	# its chunk mark dropped by the device
 dmsetup load md --table "$(meta_table linear)"
 dmsetup resume md
-wr /dev/mapper/c 2048 16	# after the window: marked durably again
+wr /dev/mapper/c 16384 16	# after the window: marked durably again
 dmsetup remove c
 dm_create c "$(chj_table /dev/mapper/md /dev/mapper/og 8)" >/dev/null
 ch=$($CHJ changes --since "$E" c)
 grep -qx "0 32" <<<"$ch" || fail "drop_writes: marks made before the window are lost"
-grep -qx "4096 32" <<<"$ch" || fail "drop_writes: marks made after the window are lost"
-# A mark dropped by the device is written again by the next commit of its
-# bitmap block (whole blocks, from the in-core bitmap): here the one after
-# the window.  Not promised: without a later commit of that block it is lost.
-if grep -qx "2048 32" <<<"$ch"; then lost=no; else lost=yes; fi
+grep -qx "32768 32" <<<"$ch" || fail "drop_writes: marks made after the window are lost"
+# A chunk mark dropped by the device is written again by the next superblock
+# commit (the whole intent map, from core), and the exact bits by the
+# cleaner or the suspend.  Not promised: without a later commit it is lost.
+if grep -qx "16384 32" <<<"$ch"; then lost=no; else lost=yes; fi
 log "marks dropped during the window lost after a later commit of their block: $lost"
 CASES+=("flakey drop_writes: marks before and after the window kept; dropped ones lost=$lost (not promised)")
 
