@@ -234,6 +234,16 @@ p = sys.argv[1]; n = os.path.getsize(p)
 with open(p, "r+b") as f:
     f.seek(4096); f.write(os.urandom(n - 4096))' "$state"
 	store_case older-no-epoch3 "no state for epoch 3" cp "$work/state-epoch2" "$state"
+	# That rebuild read every record again and kept epoch 2's state:
+	# both rounds (since epoch 2) are compared with it.
+	resolve 2 4 c3 "$work/changes-c1-c3" --stats --json "$loop" >"$work/store-kept.json" 2>"$work/store-kept.err"
+	resolve 2 4 c3 "$work/changes-c1-c3" -0 "$loop" >"$work/store-kept.out0"
+	grep "state store" "$work/store-kept.err"
+	grep -q "state store: state of epoch 2 used" "$work/store-kept.err" ||
+		{ echo "FAIL: the rebuild did not keep epoch 2's state"; exit 1; }
+	python3 "$TRUTH" check "$work/before.json" "$work/after2.json" "$work/store-kept.out0" \
+		"$work/store-kept.json" --mount "$mnt" --writes "$work/writes12" ||
+		{ echo "FAIL: store-kept misses changes"; exit 1; }
 	# An older copy that has epoch 3's start state is that state: used.
 	store_case older-with-epoch3 "" cp "$work/state-epoch3" "$state"
 	store_case other-fs "another filesystem" \

@@ -275,7 +275,9 @@ static void plan(struct store *s, const char *ident)
 		 * changed since the newest snapshot. */
 		s->update = ST_UPD_INCR;
 	} else {
+		/* Everything re-read; the older snapshots stay valid. */
 		s->update = ST_UPD_FULL;
+		s->keep = s->latest != 0;
 	}
 	if (!has) {
 		char m[160];
@@ -460,8 +462,24 @@ static int write_snapshot(struct store *s)
 	}
 	if (s->update == ST_UPD_INCR ? latest != s->latest : 0)
 		goto out;
-	if (s->update == ST_UPD_FULL && (exec(db, "DELETE FROM rec") || exec(db, "DELETE FROM snap")))
+	if (s->update == ST_UPD_FULL && !s->keep &&
+	    (exec(db, "DELETE FROM rec") || exec(db, "DELETE FROM snap")))
 		goto out;
+	if (s->update == ST_UPD_FULL && s->keep) {
+		/*
+		 * Every in-use record is re-read: close every open row at the
+		 * current epoch; a record found unchanged reopens its row
+		 * below, the others (changed, freed, not read) stay closed.
+		 */
+		char sql[160];
+
+		if (latest != s->latest)
+			goto out;
+		snprintf(sql, sizeof(sql), "UPDATE rec SET until_e = %llu WHERE until_e = %lld",
+			 (unsigned long long)cur, ST_OPEN);
+		if (exec(db, sql))
+			goto out;
+	}
 	if (sqlite3_prepare_v2(db, "SELECT from_e, h FROM rec WHERE root = ?1 AND ino = ?2 AND until_e = ?3",
 			       -1, &qo, NULL) ||
 	    sqlite3_prepare_v2(db, "UPDATE rec SET until_e = ?4 WHERE root = ?1 AND ino = ?2 AND until_e = ?3",
@@ -473,6 +491,34 @@ static int write_snapshot(struct store *s)
 		const struct st_ent *e = &s->v[i];
 		int open = 0, same = 0;
 
+		if (s->update == ST_UPD_FULL && s->keep) {
+			int rc;
+
+			/* The row just closed: unchanged, it goes on. */
+			sqlite3_reset(qo);
+			sqlite3_bind_int64(qo, 1, (sqlite3_int64)e->root);
+			sqlite3_bind_int64(qo, 2, (sqlite3_int64)e->ino);
+			sqlite3_bind_int64(qo, 3, (sqlite3_int64)cur);
+			while ((rc = sqlite3_step(qo)) == SQLITE_ROW) {
+				const void *v = sqlite3_column_blob(qo, 1);
+
+				open++;
+				same = e->kind == ST_KNOWN && v && sqlite3_column_bytes(qo, 1) == ST_HASH &&
+				       !memcmp(v, e->h, ST_HASH);
+			}
+			if (rc != SQLITE_DONE)
+				goto out;
+			if (open == 1 && same) {
+				sqlite3_reset(qc);
+				sqlite3_bind_int64(qc, 1, (sqlite3_int64)e->root);
+				sqlite3_bind_int64(qc, 2, (sqlite3_int64)e->ino);
+				sqlite3_bind_int64(qc, 3, (sqlite3_int64)cur);
+				sqlite3_bind_int64(qc, 4, ST_OPEN);
+				if (sqlite3_step(qc) != SQLITE_DONE)
+					goto out;
+				continue;
+			}
+		}
 		if (s->update == ST_UPD_INCR) {
 			int rc;
 

@@ -41,6 +41,7 @@ struct store {
 	int can_compare;		/* a snapshot of the epoch asked about */
 	int failed;			/* a lookup failed: compare nothing */
 	enum st_update update;
+	int keep;			/* ST_UPD_FULL keeping the older snapshots */
 	uint64_t latest;		/* newest snapshot, 0 if none */
 	void *q_get;			/* prepared statements */
 	struct st_ent *v;
