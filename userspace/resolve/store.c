@@ -390,10 +390,13 @@ void store_hash(struct store *s, uint64_t root, uint64_t ino, const void *rec, s
 int store_same(struct store *s, uint64_t root, uint64_t ino, const uint8_t h[ST_HASH])
 {
 	sqlite3_stmt *q = s->q_get;
-	int rc, rows = 0, same = 0;
+	int rc, rows = 0, same = 0, null = 0;
 
 	if (!s->db || !s->can_compare || s->failed || !q)
 		return 0;
+	/* One read transaction for every lookup (not a lock per lookup). */
+	if (!s->reading && !exec(s->db, "BEGIN"))
+		s->reading = 1;
 	s->looked++;
 	sqlite3_reset(q);
 	sqlite3_bind_int64(q, 1, (sqlite3_int64)root);
@@ -403,6 +406,7 @@ int store_same(struct store *s, uint64_t root, uint64_t ino, const uint8_t h[ST_
 		const void *v = sqlite3_column_blob(q, 0);
 
 		rows++;
+		null = sqlite3_column_type(q, 0) == SQLITE_NULL;
 		same = v && sqlite3_column_bytes(q, 0) == ST_HASH && !memcmp(v, h, ST_HASH);
 	}
 	if (rc != SQLITE_DONE) {
@@ -417,7 +421,7 @@ int store_same(struct store *s, uint64_t root, uint64_t ino, const uint8_t h[ST_
 		same = 0;
 	if (same)
 		s->same++;
-	else if (rows == 1 && sqlite3_column_type(q, 0) == SQLITE_NULL)
+	else if (rows == 1 && null)
 		s->unknown++;
 	return same;
 }
@@ -595,6 +599,15 @@ out:
 	return -1;
 }
 
+static void end_reading(struct store *s)
+{
+	if (s->reading) {
+		sqlite3_reset(s->q_get);
+		exec(s->db, "COMMIT");
+		s->reading = 0;
+	}
+}
+
 static int cmp_off(const void *a, const void *b)
 {
 	const struct st_ent *x = a, *y = b;
@@ -607,6 +620,7 @@ void store_commit(struct store *s)
 	struct resolver *r = s->r;
 	struct rangeset read, marked;
 
+	end_reading(s);
 	if (!s->db || s->update == ST_UPD_NONE)
 		return;
 	rs_init(&read);
@@ -638,6 +652,7 @@ out:
 
 void store_close(struct store *s)
 {
+	end_reading(s);
 	if (s->q_get)
 		sqlite3_finalize(s->q_get);
 	if (s->db)

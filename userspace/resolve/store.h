@@ -40,6 +40,7 @@ struct store {
 	uint8_t key[16];		/* SipHash key, random per store */
 	int can_compare;		/* a snapshot of the epoch asked about */
 	int failed;			/* a lookup failed: compare nothing */
+	int reading;			/* the lookups' read transaction is open */
 	enum st_update update;
 	int keep;			/* ST_UPD_FULL keeping the older snapshots */
 	uint64_t latest;		/* newest snapshot, 0 if none */
