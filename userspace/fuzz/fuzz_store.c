@@ -17,10 +17,12 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	char path[64], j[80];
+	char path[80], j[96];
 	FILE *f;
 
-	snprintf(path, sizeof(path), "/tmp/chj-fuzz-store-%d.db", (int)getpid());
+	/* tmpfs when there is one: the store writes its file. */
+	snprintf(path, sizeof(path), "%s/chj-fuzz-store-%d.db",
+		 access("/dev/shm", W_OK) ? "/tmp" : "/dev/shm", (int)getpid());
 	snprintf(j, sizeof(j), "%s-journal", path);
 	f = fopen(path, "wb");
 	if (!f)

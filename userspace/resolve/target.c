@@ -150,20 +150,29 @@ static int image_marks(struct resolver *r, const struct rangeset *read, struct r
 	fd = open(img, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return rx_fail(r, RX_ERROR, "%s: %s", img, strerror(errno));
-	a = xmalloc(4096);
-	b = xmalloc(4096);
+	a = xmalloc(1u << 20);
+	b = xmalloc(1u << 20);
 	for (size_t i = 0; i < read->n && !rc; i++) {
 		uint64_t s0 = read->v[i].start / 4096 * 4096, e = read->v[i].start + read->v[i].len;
 
-		for (uint64_t p = s0; p < e; p += 4096) {
-			uint64_t n = r->dev_bytes - p < 4096 ? r->dev_bytes - p : 4096;
+		/* In pieces of up to 1 MiB, compared 4 KiB at a time. */
+		for (uint64_t p = s0; p < e && p < r->dev_bytes;) {
+			uint64_t n = e - p < (1u << 20) ? (e - p + 4095) / 4096 * 4096 : (1u << 20);
 
+			if (n > r->dev_bytes - p)
+				n = r->dev_bytes - p;
 			if (raw_read(r, a, n, p)) {
 				rc = RX_ERROR;
 				break;
 			}
-			if (pread(fd, b, n, (off_t)p) != (ssize_t)n || memcmp(a, b, n))
-				rs_add(marked, p, 4096);
+			if (pread(fd, b, n, (off_t)p) != (ssize_t)n) {
+				rs_add(marked, p, n);
+			} else {
+				for (uint64_t k = 0; k < n; k += 4096)
+					if (memcmp(a + k, b + k, n - k < 4096 ? n - k : 4096))
+						rs_add(marked, p + k, 4096);
+			}
+			p += n;
 		}
 	}
 	free(a);
