@@ -204,6 +204,7 @@ check rounds12 changes-c1-c3 before after2 writes12 2 4 c3
 store_case() {
 	local n=store-$1 want=$2 rc=0
 	shift 2
+	rm -f "$state"
 	cp "$work/state-good" "$state"
 	"$@"
 	echo "--- state store: $n"
@@ -250,6 +251,19 @@ with open(p, "r+b") as f:
 		sqlite3 "$state" "UPDATE meta SET v = CAST('ext4 fs=another' AS BLOB) WHERE k = 'ident'"
 	store_case future "newer" sqlite3 "$state" "INSERT INTO snap VALUES(9)"
 	store_case not-root-0600 "not a regular file of root's" chmod 0644 "$state"
+	# The current epoch's marks unreadable: a warning, the answer as
+	# with the store, the store left as it was (epochs up to 4).
+	rm -f "$state"
+	cp "$work/state-good" "$state"
+	rc=0
+	CHJ_RESOLVE_EPOCH=5 CHJ_RESOLVE_EPOCH_IMAGE=$work/no-such.img CHJ_RESOLVE_CHANGES=$work/changes-c2-c3 \
+		"$RESOLVE" --since 3 -0 "$loop" >"$work/store-nomarks.out0" 2>"$work/store-nomarks.err" || rc=$?
+	cat "$work/store-nomarks.err"
+	[ $rc = 0 ] || { echo "FAIL: store-nomarks: exited $rc"; exit 1; }
+	grep -q "marks cannot be read" "$work/store-nomarks.err" || { echo "FAIL: store-nomarks: no warning"; exit 1; }
+	cmp "$work/store-nomarks.out0" "$work/round2.out0" || { echo "FAIL: store-nomarks: another answer"; exit 1; }
+	[ "$(sqlite3 "$state" 'SELECT max(epoch) FROM snap')" = 4 ] ||
+		{ echo "FAIL: store-nomarks: the store was changed"; exit 1; }
 	grep -q "precision 1.00" "$work/store-older-with-epoch3.check" ||
 		grep -q "precision 0.9" "$work/store-older-with-epoch3.check" ||
 		{ echo "FAIL: a usable older store was not used"; exit 1; }

@@ -852,6 +852,8 @@ static void store_update(struct e4 *c)
 	ext2_filsys fs = c->fs;
 	int rc = RX_OK;
 
+	memcpy(c->st.saved_err, r->err, sizeof(r->err));
+	c->st.saved_code = r->err_code;
 	if (c->st.update == ST_UPD_FULL) {
 		for (size_t k = 0; k < c->nit && !rc; k++) {
 			const struct itab *t = &c->it[k];
@@ -888,7 +890,9 @@ static void store_update(struct e4 *c)
 	if (rc) {
 		/* A read failed: the store keeps what it had. */
 		fprintf(stderr, "chj-resolve: warning: state store not updated: %s\n", r->err);
-		r->err[0] = 0;
+		/* Not the run's failure: the answer does not depend on it. */
+		memcpy(r->err, c->st.saved_err, sizeof(r->err));
+		r->err_code = c->st.saved_code;
 		return;
 	}
 	store_commit(&c->st);

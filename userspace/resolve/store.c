@@ -623,6 +623,8 @@ void store_commit(struct store *s)
 	end_reading(s);
 	if (!s->db || s->update == ST_UPD_NONE)
 		return;
+	memcpy(s->saved_err, r->err, sizeof(r->err));
+	s->saved_code = r->err_code;
 	rs_init(&read);
 	rs_init(&marked);
 	for (size_t i = 0; i < s->n; i++)
@@ -630,8 +632,15 @@ void store_commit(struct store *s)
 	rs_normalize(&read);
 	/* The marks of the current epoch, read after every record was. */
 	if (target_epoch_marks(r, &read, &marked)) {
-		warn(s, "the current epoch's marks cannot be read: not updated");
+		char m[1200];
+
+		snprintf(m, sizeof(m), "the current epoch's marks cannot be read (%s): not updated",
+			 r->err);
+		warn(s, m);
 		snprintf(s->why, sizeof(s->why), "not updated: marks unreadable");
+		/* Not the run's failure: the answer does not depend on it. */
+		memcpy(r->err, s->saved_err, sizeof(r->err));
+		r->err_code = s->saved_code;
 		goto out;
 	}
 	if (s->n)

@@ -54,6 +54,8 @@ struct store {
 	uint64_t staged, marked, written;
 	char why[200];
 	char err[200];			/* why a rebuild failed */
+	char saved_err[1024];		/* the run's error state, kept across */
+	int saved_code;			/* the store's own failures */
 };
 
 /* SipHash-2-4 with 128-bit output (Aumasson and Bernstein). */
