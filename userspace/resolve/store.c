@@ -250,7 +250,8 @@ static void plan(struct store *s, const char *ident)
 	int has = 0, bad;
 
 	bad = meta_get(db, "version", ver, strlen(ST_VERSION)) || strcmp(ver, ST_VERSION) ||
-	      meta_get(db, "key", s->key, sizeof(s->key));
+	      meta_get(db, "key", s->key, sizeof(s->key)) ||
+	      exec(db, "SELECT root, ino, from_e, until_e, h FROM rec LIMIT 0");
 	if (!bad && (meta_get(db, "ident", id, strlen(ident)) || strcmp(id, ident))) {
 		warn(s, "of another filesystem or chj device: not used, rebuilt");
 		snprintf(s->why, sizeof(s->why), "of another filesystem: rebuilt");

@@ -192,6 +192,16 @@ START_TEST(store_foreign_damaged_unsafe)
 	ck_assert_ptr_nonnull(strstr(s.why, "damaged"));
 	store_close(&s);
 
+	/* The table of records gone: rebuilt. */
+	store_open(&r, &s, "ext4 one");
+	store_close(&s);
+	sql(path, "INSERT INTO snap VALUES(2); DROP TABLE rec;");
+	store_open(&r, &s, "ext4 one");
+	ck_assert_ptr_nonnull(s.db);
+	ck_assert_int_eq(s.can_compare, 0);
+	ck_assert_ptr_nonnull(strstr(s.why, "damaged"));
+	store_close(&s);
+
 	/* Readable by others: not used at all, not touched. */
 	ck_assert_int_eq(chmod(path, 0644), 0);
 	store_open(&r, &s, "ext4 one");
