@@ -117,6 +117,10 @@ resolve_truth_test() {
 	# are written before it.)
 	sync
 	e2=$("$CHJ" checkpoint "$name")
+	# The backup of round 1, as the recipe runs it: right after the
+	# checkpoint, since the previous one.  It brings the state store
+	# (ext4) to epoch e2's start, so round 2 is answered in steady state.
+	"$RESOLVE" --since "$e" "$name" >/dev/null
 	rlog "checkpoint: epoch $e2; modify (round 2)"
 	wl_modify "$mnt" "$out/writes2" 2
 	if declare -F extra_modify2 >/dev/null; then extra_modify2 "$mnt"; fi
@@ -133,6 +137,16 @@ resolve_truth_test() {
 	resolve_json "$out/out12.json" --since "$e" "$name"
 	check_truth before after2 writes12 "$out/out12.json"
 	cat "$out/precision"
+}
+
+# resolve_min_precision MIN: every check of resolve_truth_test reached MIN
+# (the state store's target, issue 16: ext4).
+resolve_min_precision() {
+	local what p
+	while read -r _ what p; do
+		python3 -c "import sys; sys.exit(float(sys.argv[1]) < float(sys.argv[2]))" "$p" "$1" ||
+			fail "precision of $what is $p, below $1"
+	done <"$CHJ_OUT/precision"
 }
 
 # resolve_progress NAME: with stderr a terminal, a long run shows progress

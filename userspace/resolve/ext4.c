@@ -27,7 +27,9 @@
 
 #include "bytes.h"
 #include "jbd2.h"
+#include "libchj.h"
 #include "resolve.h"
+#include "store.h"
 
 #define E4_MAX_DEPTH	5	/* EXT4_MAX_EXTENT_DEPTH */
 #define EXT_MAGIC	0xf30a
@@ -64,6 +66,12 @@ struct e4 {
 	struct u64set ea_seen;		/* EA blocks accounted */
 	uint64_t *cand;			/* in-use inodes of changed inode blocks */
 	size_t ncand, candcap;
+	struct store st;		/* the state store (store.c) */
+	struct chash {
+		uint64_t ino;
+		uint8_t h[ST_HASH];
+	} *ch;				/* candidates' records (as now), hashed */
+	size_t nch, chcap;
 	uint64_t scanned, bad;
 	unsigned char *lvl[E4_MAX_DEPTH + 1];
 };
@@ -418,6 +426,14 @@ static void itable_range(struct e4 *c, uint64_t a, uint64_t len, unsigned reason
 				continue;
 			xgrow((void **)&c->cand, &c->candcap, c->ncand + 1, sizeof(*c->cand));
 			c->cand[c->ncand++] = ino;
+			/* The record as it is now (the page cache, which holds
+			 * what the journal has not written home yet). */
+			if (c->st.can_compare) {
+				xgrow((void **)&c->ch, &c->chcap, c->nch + 1, sizeof(*c->ch));
+				c->ch[c->nch].ino = ino;
+				store_hash(&c->st, 0, ino, raw, c->isz, c->ch[c->nch].h);
+				c->nch++;
+			}
 			it = res_get(&c->r->res, 0, ino);
 			it->reasons |= RSN_INODE | reasons;
 			it->type = ftype_from_mode(le16(raw));
@@ -731,6 +747,157 @@ static int owner_scan(struct e4 *c)
 	return RX_OK;
 }
 
+/* ---- the state store (store.c) ---- */
+
+static int cmp_chash(const void *a, const void *b)
+{
+	const struct chash *x = a, *y = b;
+
+	return (x->ino > y->ino) - (x->ino < y->ino);
+}
+
+/*
+ * Candidates listed only for their inode block (reasons inode, journal):
+ * one whose whole record (isz bytes: mode, owner, size, times, links,
+ * flags, the extent root or inline data, in-inode xattrs, checksum) is
+ * what it was at the start of the epoch asked about is not listed.  Its
+ * other blocks did not change: the owner scan gave every changed block its
+ * owner (ext4 shares none but EA blocks, whose sharers all get one), and
+ * an owner has another reason.  A lookup that fails drops nothing.
+ */
+static void store_filter(struct e4 *c)
+{
+	struct resolver *r = c->r;
+	struct item **drop;
+	size_t nd = 0;
+
+	if (!c->st.can_compare || !c->nch)
+		return;
+	qsort(c->ch, c->nch, sizeof(*c->ch), cmp_chash);
+	drop = xmalloc(c->nch * sizeof(*drop));
+	for (size_t i = 0, j; i < c->nch; i = j) {
+		struct item *it;
+		int agree = 1;
+
+		/* An inode read twice must have read the same both times. */
+		for (j = i + 1; j < c->nch && c->ch[j].ino == c->ch[i].ino; j++)
+			agree &= !memcmp(c->ch[j].h, c->ch[i].h, ST_HASH);
+		it = res_find(&r->res, 0, c->ch[i].ino);
+		if (!agree || !it || (it->reasons & ~(RSN_INODE | RSN_JOURNAL)) ||
+		    (it->flags & IT_WHOLE))
+			continue;
+		if (store_same(&c->st, 0, c->ch[i].ino, c->ch[i].h))
+			drop[nd++] = it;
+	}
+	if (!c->st.failed)
+		for (size_t i = 0; i < nd; i++)
+			item_drop(drop[i]);
+	free(drop);
+}
+
+/*
+ * Read inode slots [first, last) of inode table t with O_DIRECT (what is
+ * on the device: the epoch-start state if its region is still unmarked
+ * after the read) and stage each one's state.
+ */
+static int stage_slots(struct e4 *c, const struct itab *t, uint64_t first, uint64_t last,
+		       int free_too)
+{
+	const uint64_t chunk = (1u << 20) / c->bs * c->bs;
+	unsigned char *buf;
+	int rc = RX_OK;
+
+	if (last > c->ipg)
+		last = c->ipg;
+	if (first >= last)
+		return RX_OK;
+	buf = xmalloc(chunk);
+	for (uint64_t idx = first; idx < last;) {
+		uint64_t off = t->start + idx * c->isz;
+		uint64_t n = (last - idx) * c->isz < chunk ? (last - idx) * c->isz : chunk;
+
+		if (raw_read(c->r, buf, n, off)) {
+			rc = RX_ERROR;
+			break;
+		}
+		for (uint64_t k = 0; k < n / c->isz; k++, idx++) {
+			uint64_t ino = (uint64_t)t->group * c->ipg + idx + 1;
+			const unsigned char *raw = buf + k * c->isz;
+			uint8_t h[ST_HASH];
+
+			if (skip_ino(c, ino))
+				continue;
+			if (!le16(raw + 26)) {
+				if (free_too)
+					store_stage(&c->st, 0, ino, off + k * c->isz, c->isz, ST_FREE, NULL);
+				continue;
+			}
+			store_hash(&c->st, 0, ino, raw, c->isz, h);
+			store_stage(&c->st, 0, ino, off + k * c->isz, c->isz, ST_KNOWN, h);
+		}
+	}
+	free(buf);
+	return rc;
+}
+
+/*
+ * Bring the store to the current epoch: the records of every changed
+ * inode block (incremental), or of every in-use part of every inode table
+ * (first run, rebuild); then the epoch-start rule and the write
+ * (store_commit).  Failures leave the store as it was (a warning).
+ */
+static void store_update(struct e4 *c)
+{
+	struct resolver *r = c->r;
+	ext2_filsys fs = c->fs;
+	int rc = RX_OK;
+
+	memcpy(c->st.saved_err, r->err, sizeof(r->err));
+	c->st.saved_code = r->err_code;
+	if (c->st.update == ST_UPD_FULL) {
+		for (size_t k = 0; k < c->nit && !rc; k++) {
+			const struct itab *t = &c->it[k];
+			uint64_t n = c->ipg;
+
+			if (ext2fs_bg_flags_test(fs, t->group, EXT2_BG_INODE_UNINIT))
+				continue;
+			/* Past the high-water mark no inode was ever used. */
+			if (ext2fs_has_group_desc_csum(fs) &&
+			    ext2fs_bg_itable_unused(fs, t->group) <= c->ipg)
+				n = c->ipg - ext2fs_bg_itable_unused(fs, t->group);
+			rc = stage_slots(c, t, 0, n, 0);
+		}
+	} else if (c->st.update == ST_UPD_INCR) {
+		for (size_t i = 0; i < c->changed.n && !rc; i++) {
+			uint64_t a = c->changed.v[i].start, b = a + c->changed.v[i].len;
+
+			if (!rs_overlaps(&c->itable, a, b - a))
+				continue;
+			for (size_t k = 0; k < c->nit && !rc; k++) {
+				const struct itab *t = &c->it[k];
+				uint64_t s0 = a > t->start ? a : t->start;
+				uint64_t e0 = b < t->start + t->len ? b : t->start + t->len;
+
+				if (s0 >= e0)
+					continue;
+				rc = stage_slots(c, t, (s0 - t->start) / c->isz,
+						 (e0 - t->start + c->isz - 1) / c->isz, 1);
+			}
+		}
+	} else {
+		return;
+	}
+	if (rc) {
+		/* A read failed: the store keeps what it had. */
+		fprintf(stderr, "chj-resolve: warning: state store not updated: %s\n", r->err);
+		/* Not the run's failure: the answer does not depend on it. */
+		memcpy(r->err, c->st.saved_err, sizeof(r->err));
+		r->err_code = c->st.saved_code;
+		return;
+	}
+	store_commit(&c->st);
+}
+
 /* ---- ranges inside regular files ---- */
 
 struct rctx {
@@ -867,6 +1034,14 @@ static int ext4_resolve_fs(struct e4 *c)
 	rc = layout(c);
 	if (rc)
 		return rc;
+	{
+		char ident[256], u[37];
+
+		chj_uuid_str(r->chj_uuid, u);
+		snprintf(ident, sizeof(ident), "ext4 fs=%s chj=%s bs=%llu isz=%u ipg=%u", r->fs_uuid, u,
+			 (unsigned long long)c->bs, c->isz, c->ipg);
+		store_open(r, &c->st, ident);
+	}
 	rc = scan_journal(c);
 	if (rc)
 		return rc;
@@ -903,6 +1078,9 @@ static int ext4_resolve_fs(struct e4 *c)
 			return rc;
 	}
 	unowned(c);
+	store_filter(c);
+	store_update(c);
+	store_describe(&c->st, r->st.state, sizeof(r->st.state));
 	r->st.files_mapped = c->scanned;
 	if (c->bad)
 		snprintf(r->st.note, sizeof(r->st.note),
@@ -1040,6 +1218,8 @@ int ext4_resolve(struct resolver *r)
 	rs_free(&c.owned);
 	rs_free(&c.orphaned);
 	free(c.cand);
+	free(c.ch);
+	store_close(&c.st);
 	ext2fs_close_free(&c.fs);
 	return rc;
 }

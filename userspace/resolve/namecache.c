@@ -33,7 +33,7 @@ int cache_off(void)
 	return v && (!strcmp(v, "off") || !strcmp(v, "0") || !strcmp(v, "no"));
 }
 
-static const char *cache_dir(void)
+const char *cache_dir(void)
 {
 	const char *dir = getenv("CHJ_RESOLVE_CACHE_DIR");
 
@@ -57,7 +57,7 @@ static void cache_name(const struct resolver *r, char *buf, size_t len)
  * run goes on without the cache.  With create, a missing default directory
  * is made.
  */
-static int cache_dir_open(struct resolver *r, int create)
+int cache_dir_open(struct resolver *r, int create)
 {
 	const char *dir = cache_dir();
 	struct stat st;

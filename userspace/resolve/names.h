@@ -56,6 +56,10 @@ void nc_free(struct names *nc);
 
 /* The cache file (namecache.c). */
 int cache_off(void);
+/* The directory of the cache and the state store, and an fd of it when it
+ * is safe (root's, writable by nobody else); -1 otherwise (warned). */
+const char *cache_dir(void);
+int cache_dir_open(struct resolver *r, int create);
 /* The cache of this device, if usable (else NULL; unsafe ones warned). */
 struct names *cache_load(struct resolver *r);
 /* Write it (only the header when the entries are those loaded). */

@@ -211,6 +211,7 @@ struct stats {
 	uint64_t dirs_walked, entries_walked, files_mapped;
 	int full_scan;			/* ext4: every inode had to be scanned */
 	char cache[160];		/* what the name cache did */
+	char state[320];		/* what the state store did */
 	double phase[PH_NR];
 	const char *method;
 	char note[256];
@@ -254,6 +255,7 @@ struct resolver {
 
 	/* the change map */
 	uint64_t current_epoch, oldest_epoch;
+	int epoch_known;	/* current_epoch is the device's (the store needs it) */
 	uint32_t region_bytes;
 	struct rangeset changed;	/* bytes on the device */
 
@@ -297,6 +299,12 @@ int resolve_parse_args(struct resolver *r, int argc, char **argv);
 int target_open(struct resolver *r);
 int target_find_mount(struct resolver *r);
 int target_read_changes(struct resolver *r);
+/*
+ * The epoch-start rule (store.c): of the device ranges in read, those
+ * marked in the current epoch, from a fresh read of the marks (made after
+ * the reads of read).  RX_OK, or an error: then nothing is known unmarked.
+ */
+int target_epoch_marks(struct resolver *r, const struct rangeset *read, struct rangeset *marked);
 /* RX_FULL_SCAN if the target is in fail mode, else RX_OK (or an error). */
 int target_check_mode(struct resolver *r);
 

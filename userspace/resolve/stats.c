@@ -78,6 +78,8 @@ void stats_print(const struct resolver *r, FILE *f)
 			s->full_scan ? " (every inode scanned: a changed block's owner was not among the changed inodes)" : "");
 	if (s->cache[0])
 		fprintf(f, "name cache: %s\n", s->cache);
+	if (s->state[0])
+		fprintf(f, "state store: %s\n", s->state);
 	if (s->note[0])
 		fprintf(f, "note: %s\n", s->note);
 	if (r->unattributed)

@@ -87,6 +87,8 @@ int target_open(struct resolver *r)
 	return RX_OK;
 }
 
+static int check_mode(struct resolver *r, struct chj_dm_status *s);
+
 /* Read "START LEN" sector lines (chj changes output) from the test hook. */
 static int read_changes_file(struct resolver *r, const char *path)
 {
@@ -106,7 +108,134 @@ static int read_changes_file(struct resolver *r, const char *path)
 	}
 	fclose(f);
 	r->region_bytes = 4096;
+	/* The current epoch, for the state store (none without it). */
+	{
+		const char *ep = test_hook("CHJ_RESOLVE_EPOCH");
+		char *end;
+
+		if (ep && *ep) {
+			errno = 0;
+			r->current_epoch = strtoull(ep, &end, 10);
+			if (errno || *end || !r->current_epoch)
+				return rx_fail(r, RX_ERROR, "CHJ_RESOLVE_EPOCH: bad epoch %s", ep);
+			r->epoch_known = 1;
+		}
+		if (!r->have_since)
+			r->since = r->current_epoch;
+		if (r->epoch_known && r->since > r->current_epoch)
+			return rx_fail(r, RX_FULL_SCAN, "epoch %llu is newer than the current epoch %llu",
+				       (unsigned long long)r->since,
+				       (unsigned long long)r->current_epoch);
+	}
 	return RX_OK;
+}
+
+/*
+ * The test hook's marks of the current epoch: the 4 KiB blocks where the
+ * device (read now, O_DIRECT) differs from CHJ_RESOLVE_EPOCH_IMAGE, an
+ * image of the device taken at the "checkpoint".  Without the image every
+ * block counts as marked.
+ */
+static int image_marks(struct resolver *r, const struct rangeset *read, struct rangeset *marked)
+{
+	const char *img = test_hook("CHJ_RESOLVE_EPOCH_IMAGE");
+	unsigned char *a = NULL, *b = NULL;
+	int fd, rc = RX_OK;
+
+	if (!img || !*img) {
+		for (size_t i = 0; i < read->n; i++)
+			rs_add(marked, read->v[i].start, read->v[i].len);
+		return RX_OK;
+	}
+	fd = open(img, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return rx_fail(r, RX_ERROR, "%s: %s", img, strerror(errno));
+	a = xmalloc(1u << 20);
+	b = xmalloc(1u << 20);
+	for (size_t i = 0; i < read->n && !rc; i++) {
+		uint64_t s0 = read->v[i].start / 4096 * 4096, e = read->v[i].start + read->v[i].len;
+
+		/* In pieces of up to 1 MiB, compared 4 KiB at a time. */
+		for (uint64_t p = s0; p < e && p < r->dev_bytes;) {
+			uint64_t n = e - p < (1u << 20) ? (e - p + 4095) / 4096 * 4096 : (1u << 20);
+
+			if (n > r->dev_bytes - p)
+				n = r->dev_bytes - p;
+			if (raw_read(r, a, n, p)) {
+				rc = RX_ERROR;
+				break;
+			}
+			if (pread(fd, b, n, (off_t)p) != (ssize_t)n) {
+				rs_add(marked, p, n);
+			} else {
+				for (uint64_t k = 0; k < n; k += 4096)
+					if (memcmp(a + k, b + k, n - k < 4096 ? n - k : 4096))
+						rs_add(marked, p + k, 4096);
+			}
+			p += n;
+		}
+	}
+	free(a);
+	free(b);
+	close(fd);
+	return rc;
+}
+
+int target_epoch_marks(struct resolver *r, const struct rangeset *read, struct rangeset *marked)
+{
+	struct chj_error e = { 0 };
+	struct chj_dm_status s;
+	struct chj_meta *m = NULL;
+	struct chj_changes *ch = NULL;
+	struct chj_range cr;
+	struct rangeset all;
+	uint64_t cur = 0;
+	const char *race = test_hook("CHJ_RESOLVE_STORE_RACE");
+	int rc;
+
+	rs_clear(marked);
+	/* The test of the rule: writes between the reads and the marks. */
+	if (race && *race && system(race))
+		return rx_fail(r, RX_ERROR, "CHJ_RESOLVE_STORE_RACE failed");
+	if (changes_file()) {
+		rc = image_marks(r, read, marked);
+		rs_normalize(marked);
+		return rc;
+	}
+	rc = check_mode(r, &s);
+	if (rc)
+		return rc;
+	if (chj_meta_open_live(&m, r->dm_name, &e) ||
+	    chj_changes_since(m, r->current_epoch, &ch, &e)) {
+		chj_meta_close(m);
+		return rx_fail(r, RX_ERROR, "%s", e.msg);
+	}
+	chj_meta_close(m);
+	if (chj_changes_trusted(ch, r->dm_name, &e)) {
+		chj_changes_free(ch);
+		return rx_fail(r, RX_ERROR, "%s", e.msg);
+	}
+	rs_init(&all);
+	while (chj_changes_next(ch, &cur, &cr))
+		rs_add(&all, cr.start << CHJ_SECTOR_SHIFT, cr.len << CHJ_SECTOR_SHIFT);
+	chj_changes_free(ch);
+	rs_normalize(&all);
+	for (size_t i = 0; i < read->n; i++) {
+		const struct range g = read->v[i];
+
+		for (size_t k = rs_find(&all, g.start); k < all.n && all.v[k].start < g.start + g.len; k++) {
+			uint64_t a = all.v[k].start > g.start ? all.v[k].start : g.start;
+			uint64_t b = all.v[k].start + all.v[k].len < g.start + g.len ?
+				     all.v[k].start + all.v[k].len : g.start + g.len;
+
+			if (b > a)
+				rs_add(marked, a, b - a);
+		}
+	}
+	rs_free(&all);
+	rs_normalize(marked);
+	/* Fail mode may have begun: then marks may be missing. */
+	return check_mode(r, &s);
 }
 
 static int check_mode(struct resolver *r, struct chj_dm_status *s)
@@ -169,6 +298,7 @@ int target_read_changes(struct resolver *r)
 	in = chj_changes_info(ch);
 	memcpy(r->chj_uuid, in->sb.uuid, sizeof(r->chj_uuid));
 	r->current_epoch = in->sb.current_epoch;
+	r->epoch_known = 1;
 	r->oldest_epoch = in->sb.oldest_epoch;
 	r->region_bytes = in->sb.region_sectors << CHJ_SECTOR_SHIFT;
 	r->st.changed_regions = in->changed_regions;

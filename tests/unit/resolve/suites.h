@@ -8,4 +8,5 @@ Suite *suite_ranges(void);
 Suite *suite_xfs(void);
 Suite *suite_jbd2(void);
 Suite *suite_cli(void);
+Suite *suite_store(void);
 #endif
