@@ -493,6 +493,11 @@ static int write_exact(struct chj_metadata *md, const unsigned long *retire)
 	return n ? write_blocks(md, blk, n) : 0;
 }
 
+int chj_md_write_exact(struct chj_metadata *md)
+{
+	return write_exact(md, NULL);
+}
+
 bool chj_md_needs_clean(struct chj_metadata *md)
 {
 	return !bitmap_empty(md->cmark, md->nr_chunks) ||

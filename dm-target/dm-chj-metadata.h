@@ -69,6 +69,13 @@ int chj_md_commit_marks(struct chj_metadata *md);
  */
 int chj_md_clean(struct chj_metadata *md, bool all);
 
+/*
+ * Write every bitmap block whose bits changed since it was last written
+ * (plain writes, not flushed): a reader of the device then finds the exact
+ * bit of every write issued before the call, without the chunk marks.
+ */
+int chj_md_write_exact(struct chj_metadata *md);
+
 /* Is there anything for chj_md_clean() to do? */
 bool chj_md_needs_clean(struct chj_metadata *md);
 

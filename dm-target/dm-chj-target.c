@@ -368,6 +368,35 @@ static int checkpoint(struct chj_target *c, u64 *epoch)
 	return r;
 }
 
+/*
+ * "sync", for readers of a live device (libchj does it before reading):
+ * write the exact map's changed blocks, so that the bitmap on disk holds
+ * every write issued before the message and the reader need not count
+ * the marked chunks whole.  Answers the current epoch, which the reader
+ * compares with the superblock it reads.  Suspended: postsuspend wrote
+ * everything, and nothing may be written now.
+ */
+static int sync_exact(struct chj_target *c, char *result, unsigned int maxlen)
+{
+	struct chj_md_stats st;
+	int r = 0;
+
+	if (!c->md)
+		return -EBUSY;
+	if (c->failed)
+		return -EIO;
+	if (!c->suspended) {
+		r = chj_md_write_exact(c->md);
+		if (r) {
+			enter_fail_mode(c, "exact map write", r);
+			return r;
+		}
+	}
+	chj_md_stats(c->md, &st);
+	scnprintf(result, maxlen, "%llu", st.current_epoch);
+	return 1;
+}
+
 /* Counters for benchmarks and troubleshooting, as key=value pairs. */
 static int stats(struct chj_target *c, char *result, unsigned int maxlen)
 {
@@ -393,13 +422,16 @@ static int chj_message(struct dm_target *ti, unsigned int argc, char **argv,
 
 	if (argc != 1 || (strcasecmp(argv[0], "checkpoint") &&
 			  strcasecmp(argv[0], "mark_all") &&
-			  strcasecmp(argv[0], "stats"))) {
-		DMWARN("unrecognised message: expected checkpoint, mark_all or stats");
+			  strcasecmp(argv[0], "stats") &&
+			  strcasecmp(argv[0], "sync"))) {
+		DMWARN("unrecognised message: expected checkpoint, mark_all, stats or sync");
 		return -EINVAL;
 	}
 	mutex_lock(&c->lock);
 	if (!strcasecmp(argv[0], "stats")) {
 		r = stats(c, result, maxlen);
+	} else if (!strcasecmp(argv[0], "sync")) {
+		r = sync_exact(c, result, maxlen);
 	} else if (!c->md || c->suspended) {
 		DMWARN("%s refused: device is suspended", argv[0]);
 		r = -EBUSY;

@@ -60,7 +60,10 @@ case $CHJ_BOOT in
 	;;
 2)
 	activate || fail "activation after the crash"
-	assert_eq "2 $(cat "$CHJ_OUT/marked")" "$(st data cur) $(st data marked)" "marks after crash + activation"
+	# Format 2: the chunk marked at the crash counts whole (a coarse epoch).
+	assert_eq 2 "$(st data cur)" "epoch after crash + activation"
+	[ "$(st data marked)" -ge "$(cat "$CHJ_OUT/marked")" ] ||
+		fail "marks after crash + activation: $(st data marked), $(cat "$CHJ_OUT/marked") before"
 	log "the origin cannot be mounted directly while tracked"
 	mkdir -p /tmp/m
 	if mount -o ro,noload /dev/vdb /tmp/m 2>/dev/null; then fail "origin mounted behind the tracker"; fi

@@ -108,7 +108,8 @@ static int snapshot(struct chj_meta *m, uint64_t since, struct chj_changes *c,
 	struct jctx j = { .since = since };
 	struct chj_jwalk w = { .block = add_record, .problem = note_problem,
 			       .ctx = &j, .stop_at_problem = 1 };
-	int rc;
+	uint64_t synced = m->synced_epoch;
+	int rc, exact;
 
 	*again = 0;
 	rc = chj_sb_read(m, &sb, e);
@@ -123,7 +124,14 @@ static int snapshot(struct chj_meta *m, uint64_t since, struct chj_changes *c,
 		chj_bits_set_range(&c->bits, 0, sb.nr_regions);
 	else
 		rc = chj_bitmap_scan(m, &sb, &bm, e);
-	chj_sb_intent_regions(&sb, &c->bits);
+	/*
+	 * The marked chunks count whole unless the target wrote its exact map
+	 * for this very epoch before the read: then the bitmap holds every
+	 * write issued before it, chunk marks or not.
+	 */
+	exact = synced && synced == sb.current_epoch;
+	if (!exact)
+		chj_sb_intent_regions(&sb, &c->bits);
 	/* Records of epochs < current only matter when since < current. */
 	if (!rc && since < sb.current_epoch)
 		rc = chj_journal_walk(m, &sb, &w, e);
@@ -133,7 +141,7 @@ static int snapshot(struct chj_meta *m, uint64_t since, struct chj_changes *c,
 		*again = 1;
 		return CHJ_OK;
 	}
-	if (!rc)
+	if (!rc && !exact)
 		chj_sb_intent_regions(&sb2, &c->bits);
 	if (rc)
 		return rc;
@@ -145,7 +153,7 @@ static int snapshot(struct chj_meta *m, uint64_t since, struct chj_changes *c,
 	c->info.since = since;
 	/* A newer stamp with an unchanged superblock is damage: all ones. */
 	c->info.damaged_bitmap_blocks = bm.damaged + bm.newer;
-	c->info.marked_chunks = chj_sb_marked_chunks(&sb);
+	c->info.marked_chunks = exact ? 0 : chj_sb_marked_chunks(&sb);
 	c->info.chunk_regions = sb.version >= 2 ? 1ull << sb.chunk_shift : 0;
 	c->info.coarse = j.coarse || (sb.flags & CHJ_SB_F_COARSE);
 	c->info.changed_regions = chj_bits_count(&c->bits);

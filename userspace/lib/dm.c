@@ -533,6 +533,25 @@ int chj_devnode(dev_t dev, char *buf, size_t len, struct chj_error *e)
 		       major(dev), minor(dev));
 }
 
+/*
+ * Ask the live target to write its exact map ("sync"), so that the bitmap
+ * holds every write issued before now and a reader need not count the
+ * marked chunks whole.  The target's current epoch, or 0 when it could not
+ * (a module without the message, fail mode): then they count whole.
+ */
+static uint64_t sync_exact(const char *dm_name)
+{
+	char *resp = NULL;
+	uint64_t epoch = 0;
+
+	if (chj_dm_message(dm_name, "sync", &resp, NULL))
+		return 0;
+	if (!resp || chj_parse_u64(resp, &epoch))
+		epoch = 0;
+	free(resp);
+	return epoch;
+}
+
 int chj_meta_open_live(struct chj_meta **mp, const char *dm_name,
 		       struct chj_error *e)
 {
@@ -544,5 +563,7 @@ int chj_meta_open_live(struct chj_meta **mp, const char *dm_name,
 		rc = chj_devnode(t.metadata, node, sizeof(node), e);
 	if (!rc)
 		rc = chj_meta_open(mp, node, 0, e);
+	if (!rc)
+		(*mp)->synced_epoch = sync_exact(dm_name);
 	return rc;
 }

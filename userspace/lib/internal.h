@@ -13,6 +13,11 @@ struct chj_meta {
 	int writable;
 	int direct;		/* fd opened with O_DIRECT */
 	char path[256];
+	/*
+	 * chj_meta_open_live(): the target's current epoch when it wrote its
+	 * exact map for this reader ("sync" message), else 0.
+	 */
+	uint64_t synced_epoch;
 	/* Tests: called before each read, to change the image under a reader. */
 	void (*read_hook)(void *ctx, uint64_t nr, uint64_t n);
 	void *hook_ctx;
