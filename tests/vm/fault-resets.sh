@@ -140,5 +140,10 @@ reloads)
 burst)
 	load 32 2 ;;
 esac
-sleep "$((delay / 1000)).$(printf %03d $((delay % 1000)))"
+# Wait on the writer's output, which says nothing more: a sleep without a
+# process, and a writer that stops (an I/O error) ends the wait with EOF.
+rc=0
+printf -v secs '%d.%03d' $((delay / 1000)) $((delay % 1000))
+read -r -t "$secs" -u "${AIO_JOB[0]}" line || rc=$?
+[ $rc -gt 128 ] || fail "aio-randwrite stopped before the reset point (read: $rc, '${line:-}')"
 vm_crash
