@@ -70,6 +70,9 @@ dmsetup remove d
 losetup -d "$loop"
 
 log "chunks: one mark covers a chunk; idle chunks are retired; mark_ahead is accepted"
+# No clean pass may retire a chunk between the writes below: a 60 s
+# interval while they run, then a suspend retires everything.
+echo 60000 >/sys/module/dm_chj/parameters/clean_interval_ms
 dd if=/dev/zero of=/dev/ram3 bs=4096 count=2 oflag=direct status=none
 dev=$(dm_create m "$(chj_table /dev/ram3 /dev/ram1 8) 4 chunk_sectors 2048 mark_ahead 64")
 assert_eq "0 $S chj 1:3 1:1 8 4 chunk_sectors 2048 mark_ahead 64" "$(dmsetup table m)" "table echo with features"
@@ -82,13 +85,19 @@ wr "$dev" 3072 1024
 assert_eq "256 1 1" "$(st m marked) $(stat_of commits) $(stat_of marked_chunks)" "the chunk's other regions: no new commit"
 wr "$dev" 4096 4
 assert_eq "257 2 2" "$(st m marked) $(stat_of commits) $(stat_of marked_chunks)" "the next chunk: one more mark"
-# The cleaner (every clean_interval_ms, 1 s) writes the exact bits and retires
+# A suspend writes the exact map and retires every chunk.
+dmsetup suspend m
+dmsetup resume m
+assert_eq "0 257" "$(stat_of marked_chunks) $(st m marked)" "suspend: chunks retired, exact bits kept"
+# The cleaner (every clean_interval_ms) writes the exact bits and retires
 # chunks that stayed idle for a whole interval: wait for it, bounded.
-for _ in $(seq 100); do [ "$(stat_of marked_chunks)" = 0 ] && break; sleep 0.1; done
-assert_eq "0 257" "$(stat_of marked_chunks) $(st m marked)" "idle chunks retired, exact bits kept"
-[ "$(stat_of chunk_retires)" -ge 2 ] || fail "retires counted: $(dmsetup message m 0 stats)"
+echo 100 >/sys/module/dm_chj/parameters/clean_interval_ms
 wr "$dev" 4000 4
 assert_eq "3 1" "$(stat_of commits) $(stat_of marked_chunks)" "a write to a retired chunk marks it again"
+for _ in $(seq 100); do [ "$(stat_of marked_chunks)" = 0 ] && break; sleep 0.1; done
+assert_eq "0 257" "$(stat_of marked_chunks) $(st m marked)" "the idle chunk retired by the cleaner, exact bits kept"
+[ "$(stat_of chunk_retires)" -ge 3 ] || fail "retires counted: $(dmsetup message m 0 stats)"
+echo 1000 >/sys/module/dm_chj/parameters/clean_interval_ms
 dmsetup remove m
 must_refuse "mark_ahead too large" "$(chj_table /dev/ram3 /dev/ram1 8) 2 mark_ahead 40000" "mark_ahead takes"
 must_refuse "chunk smaller than a region" "$(chj_table /dev/ram3 /dev/ram1 16) 2 chunk_sectors 8" "chunk_sectors"

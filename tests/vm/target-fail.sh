@@ -25,9 +25,11 @@ log "metadata writes now fail"
 dmesg -C
 dmsetup load md --table "0 $MS flakey /dev/ram0 0 0 1 1 error_writes"
 dmsetup resume md
-before=$(dd if=/dev/ram1 bs=4096 skip=100 count=1 iflag=direct status=none | sha256sum)
-if wr "$dev" 400 4 2>/dev/null; then fail "first-touch write succeeded with failing metadata"; fi
-assert_eq "$before" "$(dd if=/dev/ram1 bs=4096 skip=100 count=1 iflag=direct status=none | sha256sum)" \
+# 8 MiB: another chunk than the write above (4 MiB chunks), so it needs a
+# chunk mark, which fails.
+before=$(dd if=/dev/ram1 bs=4096 skip=2048 count=1 iflag=direct status=none | sha256sum)
+if wr "$dev" 8192 4 2>/dev/null; then fail "first-touch write succeeded with failing metadata"; fi
+assert_eq "$before" "$(dd if=/dev/ram1 bs=4096 skip=2048 count=1 iflag=direct status=none | sha256sum)" \
 	"origin untouched by the unmarked write"
 assert_eq fail "$(status_mode t)" "mode"
 dmesg | grep -q "writes are errored until the table is reloaded" || fail "kernel log does not say why"
