@@ -102,6 +102,10 @@ assert d["ranges"][2] == {"start": 8192, "length": 8}, d
 	expect_exit 0 "$CHJ" changes --since 2 t
 
 	log "offline read of the live metadata device agrees (O_DIRECT)"
+	# An offline reader counts chunks still marked whole (it cannot ask the
+	# target to write its exact map); a suspend retires them all.
+	dmsetup suspend t
+	dmsetup resume t
 	assert_eq "$("$CHJ" changes --since 1 t)" \
 		"$("$CHJ" changes --since 1 --metadata "$META")" "live vs offline"
 
@@ -191,7 +195,8 @@ boot2() {
 	cur=$(cat "$CHJ_OUT/crash-epoch")
 	log "after the crash, offline changes cover what was written"
 	"$CHJ" changes --since "$cur" --metadata "$META" >"$CHJ_OUT/after-crash.txt"
-	grep -qx "16384 16" "$CHJ_OUT/after-crash.txt" || {
+	# Covered (format 2: the chunk marked at the crash counts whole).
+	awk '$1 <= 16384 && $1 + $2 >= 16400 { ok = 1 } END { exit !ok }' "$CHJ_OUT/after-crash.txt" || {
 		cat "$CHJ_OUT/after-crash.txt"
 		fail "write at 8 MiB missing after the crash"
 	}
