@@ -1,8 +1,7 @@
 #!/bin/bash
 # Checkpoints under concurrent fio, twice: with the metadata device slowed by
 # dm-delay to widen races, and on a RAM disk with fio unthrottled at QD32.
-# Ground truth
-# by content: right after each checkpoint returns epoch E, the origin is
+# Ground truth by content: right after each checkpoint returns epoch E, the origin is
 # copied (as a backup taken then would see it); at the end every region that
 # differs from that copy must be in `chj changes --since E`.  Then live
 # reloads under the same load.
