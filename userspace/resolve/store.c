@@ -449,6 +449,42 @@ void store_stage(struct store *s, uint64_t root, uint64_t ino, uint64_t off, uin
 }
 
 /* Write the staged states as the snapshot of the current epoch. */
+/*
+ * With qo = "SELECT from_e, h FROM rec WHERE root = ?1 AND ino = ?2 AND
+ * until_e = ?3": how many of e's rows end at until (*open), and whether the
+ * last one holds e's hash (*same).  -1 on an SQLite error.
+ */
+static int rows_until(sqlite3_stmt *qo, const struct st_ent *e, sqlite3_int64 until,
+		      int *open, int *same)
+{
+	int rc;
+
+	sqlite3_reset(qo);
+	sqlite3_bind_int64(qo, 1, (sqlite3_int64)e->root);
+	sqlite3_bind_int64(qo, 2, (sqlite3_int64)e->ino);
+	sqlite3_bind_int64(qo, 3, until);
+	while ((rc = sqlite3_step(qo)) == SQLITE_ROW) {
+		const void *v = sqlite3_column_blob(qo, 1);
+
+		(*open)++;
+		*same = e->kind == ST_KNOWN && v && sqlite3_column_bytes(qo, 1) == ST_HASH &&
+			!memcmp(v, e->h, ST_HASH);
+	}
+	return rc == SQLITE_DONE ? 0 : -1;
+}
+
+/* With qc = "UPDATE rec SET until_e = ?4 WHERE ... until_e = ?3": move e's rows. */
+static int move_until(sqlite3_stmt *qc, const struct st_ent *e, sqlite3_int64 from,
+		      sqlite3_int64 to)
+{
+	sqlite3_reset(qc);
+	sqlite3_bind_int64(qc, 1, (sqlite3_int64)e->root);
+	sqlite3_bind_int64(qc, 2, (sqlite3_int64)e->ino);
+	sqlite3_bind_int64(qc, 3, from);
+	sqlite3_bind_int64(qc, 4, to);
+	return sqlite3_step(qc) == SQLITE_DONE ? 0 : -1;
+}
+
 static int write_snapshot(struct store *s)
 {
 	sqlite3 *db = s->db;
@@ -497,61 +533,23 @@ static int write_snapshot(struct store *s)
 		int open = 0, same = 0;
 
 		if (s->update == ST_UPD_FULL && s->keep) {
-			int rc;
-
 			/* The row just closed: unchanged, it goes on. */
-			sqlite3_reset(qo);
-			sqlite3_bind_int64(qo, 1, (sqlite3_int64)e->root);
-			sqlite3_bind_int64(qo, 2, (sqlite3_int64)e->ino);
-			sqlite3_bind_int64(qo, 3, (sqlite3_int64)cur);
-			while ((rc = sqlite3_step(qo)) == SQLITE_ROW) {
-				const void *v = sqlite3_column_blob(qo, 1);
-
-				open++;
-				same = e->kind == ST_KNOWN && v && sqlite3_column_bytes(qo, 1) == ST_HASH &&
-				       !memcmp(v, e->h, ST_HASH);
-			}
-			if (rc != SQLITE_DONE)
+			if (rows_until(qo, e, (sqlite3_int64)cur, &open, &same))
 				goto out;
 			if (open == 1 && same) {
-				sqlite3_reset(qc);
-				sqlite3_bind_int64(qc, 1, (sqlite3_int64)e->root);
-				sqlite3_bind_int64(qc, 2, (sqlite3_int64)e->ino);
-				sqlite3_bind_int64(qc, 3, (sqlite3_int64)cur);
-				sqlite3_bind_int64(qc, 4, ST_OPEN);
-				if (sqlite3_step(qc) != SQLITE_DONE)
+				if (move_until(qc, e, (sqlite3_int64)cur, ST_OPEN))
 					goto out;
 				continue;
 			}
 		}
 		if (s->update == ST_UPD_INCR) {
-			int rc;
-
-			sqlite3_reset(qo);
-			sqlite3_bind_int64(qo, 1, (sqlite3_int64)e->root);
-			sqlite3_bind_int64(qo, 2, (sqlite3_int64)e->ino);
-			sqlite3_bind_int64(qo, 3, ST_OPEN);
-			while ((rc = sqlite3_step(qo)) == SQLITE_ROW) {
-				const void *v = sqlite3_column_blob(qo, 1);
-
-				open++;
-				same = e->kind == ST_KNOWN && v && sqlite3_column_bytes(qo, 1) == ST_HASH &&
-				       !memcmp(v, e->h, ST_HASH);
-			}
-			if (rc != SQLITE_DONE)
+			if (rows_until(qo, e, ST_OPEN, &open, &same))
 				goto out;
 			/* Unchanged since its row began: the row goes on. */
 			if (open == 1 && same)
 				continue;
-			if (open) {
-				sqlite3_reset(qc);
-				sqlite3_bind_int64(qc, 1, (sqlite3_int64)e->root);
-				sqlite3_bind_int64(qc, 2, (sqlite3_int64)e->ino);
-				sqlite3_bind_int64(qc, 3, ST_OPEN);
-				sqlite3_bind_int64(qc, 4, (sqlite3_int64)cur);
-				if (sqlite3_step(qc) != SQLITE_DONE)
-					goto out;
-			}
+			if (open && move_until(qc, e, ST_OPEN, (sqlite3_int64)cur))
+				goto out;
 		}
 		if (e->kind == ST_FREE)
 			continue;
