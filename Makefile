@@ -26,7 +26,7 @@ export KVER KDIR KVER2
 TEST_KVERS := $(KVER) $(filter-out $(KVER),$(KVER2))
 
 .PHONY: all module modules sparse-all check-long userspace tests deps check check-unit check-vm check-sanitize \
-	install clean demo help checkpatch sparse bench bench-tools check-host check-uapi
+	install clean demo help checkpatch sparse dkms-modules bench bench-tools check-host check-uapi
 
 all: module userspace tests bench-tools
 
@@ -74,6 +74,10 @@ module:
 modules:
 	@for k in $(TEST_KVERS); do $(MAKE) module KVER=$$k KDIR=/lib/modules/$$k/build || exit 1; done
 
+# DKMS's build of the module for each test kernel (the dkms VM test loads it).
+dkms-modules:
+	@for k in $(TEST_KVERS); do scripts/dkms-build $$k || exit 1; done
+
 sparse-all:
 	@for k in $(TEST_KVERS); do $(MAKE) sparse KVER=$$k KDIR=/lib/modules/$$k/build || exit 1; done
 
@@ -94,10 +98,10 @@ deps:
 	scripts/install-deps
 
 # Kernel-style lint first (seconds), then the unit and VM tests.
-check: all modules checkpatch sparse-all
+check: all modules dkms-modules checkpatch sparse-all
 	scripts/run-checks
 
-check-long: all modules checkpatch sparse-all
+check-long: all modules dkms-modules checkpatch sparse-all
 	scripts/run-checks --long
 
 check-unit: userspace

@@ -20,7 +20,17 @@ _lib_on_err() { # STATUS LINE FILE
 trap '_lib_on_err $? $LINENO "${BASH_SOURCE[0]}"' ERR
 
 # Print a progress line.
-log() { echo "--- $*"; }
+# short: true in a short run (VM_SHORT=1: make check's second kernel), where
+# a test with several configurations runs only the one its header names.
+short() { [ "${CHJ_SHORT:-0}" = 1 ]; }
+
+# log MSG: a step of the test, stamped with the guest's uptime (no fork:
+# read is a builtin), so a slow step shows in the console log.
+log() {
+	local up _
+	read -r up _ </proc/uptime
+	echo "--- [$up] $*"
+}
 
 # fail MSG: print MSG and fail the test (from a subshell, only it exits).
 fail() {
