@@ -105,8 +105,10 @@ check() {
 	fi
 	sed -n "s/^check $n.json: .* precision /precision $fs $n /p" "$work/$n.check"
 	# The issue-16 target where the state store is kept (steady state:
-	# every round here has the store of the run before).
-	if [ "$fs" = ext4 ]; then
+	# every round here has the store of the run before).  Not with a
+	# wrapped XFS log: then every inode of a changed inode cluster counts
+	# (docs/resolve.md, "False positives"; 0.89 measured).
+	if [ "$fs" != btrfs ] && [ -z "${HOST_WRAP_FILES:-}" ]; then
 		local p
 		p=$(sed -n "s/^check $n.json: .* precision //p" "$work/$n.check")
 		python3 -c "import sys; sys.exit(float(sys.argv[1]) < 0.90)" "$p" ||
@@ -138,9 +140,9 @@ mkdir -m 700 "$CHJ_RESOLVE_CACHE_DIR"
 : >"$work/nochange"
 # It also builds the state store: the records as of epoch 2's start.
 resolve 2 2 c1 "$work/nochange" "$loop" >/dev/null
-# (ext4 only, so far: docs/resolve.md, "The state store".)
+# (ext4 and XFS, so far: docs/resolve.md, "The state store".)
 state=$CHJ_RESOLVE_CACHE_DIR/00000000-0000-0000-0000-000000000000.state
-if [ "$fs" = ext4 ]; then
+if [ "$fs" != btrfs ]; then
 	[ "$(stat -c %a "$state")" = 600 ] || { echo "FAIL: the state store is not mode 0600"; exit 1; }
 	cp "$state" "$work/state-epoch2"
 fi
@@ -177,6 +179,14 @@ changes c1 c2
 # of round 2: nothing else changes these inodes until round 2's check.)
 # Only where a state store is kept (the freezes change what XFS writes
 # home after the checkpoint, and so its precision).
+# XFS: two entries of e/ (a directory round 1 changed, so the resolver
+# re-reads it for the store) exchanged after the checkpoint, not synced
+# (chj-resolve's syncfs after its reads must bring the exchange to the
+# log, where it makes e/'s stored entries unknown): neither inode is
+# written, and round 2, which does not touch them, must list both paths.
+# Without the rule the store holds the exchanged entries as epoch 3's
+# start state and round 2 misses them (checked by hand).
+case $fs in xfs*) python3 "$WL_PY" exchange "$mnt/e/mv-dst" "$mnt/e/hl2" ;; esac
 if [ "$fs" = ext4 ]; then
 	chmod 0640 "$mnt/d/chmod"
 	cat "$mnt/d/chmod" >/dev/null
@@ -186,7 +196,7 @@ if [ "$fs" = ext4 ]; then
 fi
 check round1 changes-c1-c2 before after1 writes1 2 3 c2
 unset CHJ_RESOLVE_STORE_RACE
-[ "$fs" = ext4 ] && cp "$state" "$work/state-epoch3"
+[ "$fs" != btrfs ] && cp "$state" "$work/state-epoch3"
 
 echo "--- modify, round 2 (after a second checkpoint)"
 wl_modify "$mnt" "$work/writes2" 2
@@ -226,7 +236,7 @@ store_case() {
 	[ "$(sqlite3 "$state" 'SELECT max(epoch) FROM snap')" = 4 ] ||
 		{ echo "FAIL: $n: the store was not brought to epoch 4"; exit 1; }
 }
-if [ "$fs" = ext4 ]; then
+if [ "$fs" != btrfs ]; then
 	cp "$state" "$work/state-good"
 	store_case deleted "" rm "$state"
 	store_case header-zeroed "damaged" dd if=/dev/zero of="$state" bs=100 count=1 conv=notrunc status=none

@@ -7,6 +7,7 @@
                                           LENGTH" lines: the byte ranges whose
                                           content the round changed in place
                                           (the --json ranges check)
+  workload.py exchange A B                renameat2(RENAME_EXCHANGE) of two paths
 ROUND 1 (the default) changes the files under d/ and e/, ROUND 2 the same
 kinds of files under d2/ and e2/ (after a second checkpoint); both change the
 shared ones (small files, the VM image, names with odd characters).
@@ -332,6 +333,10 @@ def main():
         populate(a[1])
     elif a[:1] == ["modify"] and len(a) in (3, 4):
         modify(a[1], a[2], int(a[3]) if len(a) == 4 else 1)
+    elif a[:1] == ["exchange"] and len(a) == 3:
+        if libc.renameat2(AT_FDCWD, os.fsencode(a[1]), AT_FDCWD, os.fsencode(a[2]),
+                          RENAME_EXCHANGE):
+            raise OSError(ctypes.get_errno(), "renameat2 RENAME_EXCHANGE")
     else:
         sys.exit(__doc__)
 

@@ -208,6 +208,8 @@ struct stats {
 					   a changed leaf */
 	uint64_t name_entries;		/* XFS: inodes listed only for an entry
 					   of a changed directory */
+	uint64_t name_same;		/* XFS: such entries left out, the same
+					   as at the epoch's start (store) */
 	uint64_t dirs_walked, entries_walked, files_mapped;
 	int full_scan;			/* ext4: every inode had to be scanned */
 	char cache[160];		/* what the name cache did */

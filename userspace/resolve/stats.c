@@ -67,6 +67,9 @@ void stats_print(const struct resolver *r, FILE *f)
 	if (s->name_entries)
 		fprintf(f, "; %llu inodes listed only for an entry of a changed directory (it may name another inode than before)",
 			(unsigned long long)s->name_entries);
+	if (s->name_same)
+		fprintf(f, "; %llu entries of changed directories were left out (the same as at the epoch's start: state store)",
+			(unsigned long long)s->name_same);
 	if (s->leaf_neighbours)
 		fprintf(f, "; %llu inodes sharing a changed tree leaf were left out (inode item older than the epoch)",
 			(unsigned long long)s->leaf_neighbours);

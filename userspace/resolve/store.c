@@ -427,6 +427,35 @@ int store_same(struct store *s, uint64_t root, uint64_t ino, const uint8_t h[ST_
 	return same;
 }
 
+int store_open_keys(struct store *s, uint64_t root, uint64_t **keys, size_t *n)
+{
+	sqlite3_stmt *q;
+	size_t cap = 0;
+	int rc;
+
+	*keys = NULL;
+	*n = 0;
+	if (!s->db)
+		return -1;
+	if (sqlite3_prepare_v2(s->db, "SELECT ino FROM rec WHERE root = ?1 AND until_e = ?2", -1, &q,
+			       NULL))
+		return -1;
+	sqlite3_bind_int64(q, 1, (sqlite3_int64)root);
+	sqlite3_bind_int64(q, 2, ST_OPEN);
+	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+		xgrow((void **)keys, &cap, *n + 1, sizeof(**keys));
+		(*keys)[(*n)++] = (uint64_t)sqlite3_column_int64(q, 0);
+	}
+	sqlite3_finalize(q);
+	if (rc != SQLITE_DONE) {
+		free(*keys);
+		*keys = NULL;
+		*n = 0;
+		return -1;
+	}
+	return 0;
+}
+
 void store_stage(struct store *s, uint64_t root, uint64_t ino, uint64_t off, uint32_t len,
 		 int kind, const uint8_t *h)
 {

@@ -76,6 +76,12 @@ void store_hash(struct store *s, uint64_t root, uint64_t ino, const void *rec, s
  * known and hashed to h; 0 otherwise (changed, unknown, absent, error).
  */
 int store_same(struct store *s, uint64_t root, uint64_t ino, const uint8_t h[ST_HASH]);
+/*
+ * The keys (the ino column) of root's rows that are open (valid for the
+ * newest snapshot on): what an update must close when they are gone
+ * (XFS: a directory's entries).  0, or -1 on an SQLite error (*keys NULL).
+ */
+int store_open_keys(struct store *s, uint64_t root, uint64_t **keys, size_t *n);
 /* Stage a record read with O_DIRECT (kind ST_KNOWN with h, or ST_FREE). */
 void store_stage(struct store *s, uint64_t root, uint64_t ino, uint64_t off, uint32_t len,
 		 int kind, const uint8_t *h);

@@ -25,6 +25,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/fiemap.h>
+#include <linux/fs.h>
 #include <linux/fsmap.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,7 +34,9 @@
 #include <unistd.h>
 
 #include "bytes.h"
+#include "libchj.h"
 #include "resolve.h"
+#include "store.h"
 #include "xfs.h"
 
 #define XFS_SB_MAGIC		0x58465342u
@@ -156,6 +159,9 @@ struct xctx {
 	uint64_t *entry_inos;		/* written into directory entries by
 					   the log's transactions: sorted */
 	size_t nentry_inos;
+	struct store st;		/* the state store (store.c): entries */
+	struct u64set st_dirs;		/* directories staged this run */
+	struct u64set st_logged;	/* inodes logged in the current epoch */
 };
 
 static void log_inode(void *ctx, uint64_t ino, unsigned reasons)
@@ -284,6 +290,202 @@ static int fsmap_pass(struct xctx *x)
 	return rc;
 }
 
+/*
+ * ---- the state store: directory entries (docs/resolve.md) ----
+ *
+ * Per directory D (the store's root column: D's inode number, never 0),
+ * a header row (key 0: D's generation, so a reused inode number is
+ * another directory) and one row per entry (key: a keyed hash of the
+ * name; record: the name and the inode number it names).  An entry of a
+ * listed directory is listed for its name (RSN_NAME) unless its header
+ * and its (name, inode) are what they were at the start of the epoch
+ * asked about.
+ */
+
+static uint64_t ent_key(struct xctx *x, uint64_t dir, const char *name, size_t len)
+{
+	uint8_t h[ST_HASH];
+
+	store_hash(&x->st, dir, 0, name, len, h);
+	return le64(h) | 1;	/* never the header's 0 */
+}
+
+static void ent_hash(struct xctx *x, uint64_t dir, uint64_t key, uint64_t ino, const char *name,
+		     size_t len, uint8_t out[ST_HASH])
+{
+	unsigned char *b = xmalloc(len + 8);
+
+	put_le64(b, ino);
+	memcpy(b + 8, name, len);
+	store_hash(&x->st, dir, key, b, len + 8, out);
+	free(b);
+}
+
+/* The header of directory dir open as fd; -1 if its generation is unknown. */
+static int hdr_hash(struct xctx *x, int fd, uint64_t dir, uint8_t out[ST_HASH])
+{
+	static const char tag[] = "xfs directory";
+	unsigned char b[sizeof(tag) + 4];
+	long v = 0;
+
+	if (ioctl(fd, FS_IOC_GETVERSION, &v))
+		return -1;
+	memcpy(b, tag, sizeof(tag));
+	put_le32(b + sizeof(tag), (uint32_t)v);
+	store_hash(&x->st, dir, 0, b, sizeof(b), out);
+	return 0;
+}
+
+static int stage_entries(const struct xctx *x)
+{
+	return x->st.db && x->st.update != ST_UPD_NONE;
+}
+
+/* Stage directory dir's header (once per run), dir open as fd. */
+static void stage_dir(struct xctx *x, int fd, uint64_t dir)
+{
+	uint8_t h[ST_HASH];
+
+	if (!u64set_add(&x->st_dirs, dir))
+		return;
+	if (!hdr_hash(x, fd, dir, h))
+		store_stage(&x->st, dir, 0, 0, 0, ST_KNOWN, h);
+	else
+		store_stage(&x->st, dir, 0, 0, 0, ST_FREE, NULL);
+}
+
+static void stage_entry(struct xctx *x, uint64_t dir, const char *name, uint64_t ino)
+{
+	size_t len = strlen(name);
+	uint64_t key = ent_key(x, dir, name, len);
+	uint8_t h[ST_HASH];
+
+	ent_hash(x, dir, key, ino, name, len, h);
+	store_stage(&x->st, dir, key, 0, 0, ST_KNOWN, h);
+}
+
+/* The walk of a full update: every directory's entries, as read. */
+static void stage_walked(struct xctx *x, const struct walk_entry *e)
+{
+	if (!e->rel[0] || x->st.update != ST_UPD_FULL || !x->st.db)
+		return;
+	stage_dir(x, e->dirfd, e->dir_ino);
+	stage_entry(x, e->dir_ino, e->name, e->ino);
+}
+
+static int stage_visit(struct resolver *r, const struct walk_entry *e, void *ctx)
+{
+	(void)r;
+	stage_walked(ctx, e);
+	return 0;
+}
+
+/* Close the open rows of root whose key is not in keep (NULL: all). */
+static int stage_gone(struct xctx *x, uint64_t root, const struct u64set *keep)
+{
+	uint64_t *k;
+	size_t n;
+
+	if (store_open_keys(&x->st, root, &k, &n))
+		return -1;
+	for (size_t i = 0; i < n; i++)
+		if (!keep || (k[i] && !u64set_has(keep, k[i])))
+			store_stage(&x->st, root, k[i], 0, 0, ST_FREE, NULL);
+	free(k);
+	return 0;
+}
+
+static void log_inode_now(void *ctx, uint64_t ino, unsigned reasons)
+{
+	struct xctx *x = ctx;
+
+	(void)reasons;
+	u64set_add(&x->st_logged, ino);
+}
+
+static void log_range_now(void *ctx, uint64_t start, uint64_t len)
+{
+	(void)ctx;
+	(void)start;
+	(void)len;
+}
+
+/*
+ * The epoch-start rule for entries read with getdents, after they were
+ * read: syncfs() (every change a program could see before it is then in
+ * the log, on the device, and so marked), then the current epoch's marks
+ * over the log, and the transactions in those log blocks (xlog_scan, the
+ * same rule as for the epoch asked about).  Every change of a directory's
+ * entries logs the directory's inode (its mtime and ctime; RENAME_EXCHANGE
+ * too): a directory whose inode no transaction since the checkpoint
+ * logged had, when it was read, its entries of the epoch's start.  The
+ * others are stored as unknown.  A log that may have wrapped since the
+ * checkpoint, or that cannot be read: the store is not updated.
+ * 0, or -1 with why.
+ */
+static int current_epoch_logged(struct xctx *x, char *why, size_t wlen)
+{
+	struct resolver *r = x->r;
+	struct rangeset logr, marked;
+	int rc = 0;
+
+	if (syncfs(r->mnt_fd)) {
+		snprintf(why, wlen, "syncfs: %s", strerror(errno));
+		return -1;
+	}
+	rs_init(&logr);
+	rs_init(&marked);
+	rs_add(&logr, x->g.log_start, x->g.log_bytes);
+	if (target_epoch_marks(r, &logr, &marked)) {
+		snprintf(why, wlen, "the current epoch's marks cannot be read (%s)", r->err);
+		rc = -1;
+	} else if (marked.n) {
+		struct xlog_out lo = { x, log_inode_now, log_range_now, 0, 0, 0, 0, 0, NULL, 0, 0,
+				       { NULL, 0, 0, 0 } };
+
+		if (xlog_scan(r, &x->g, &marked, &lo)) {
+			snprintf(why, wlen, "the log since the checkpoint cannot be read (%s)", r->err);
+			rc = -1;
+		} else if (!lo.complete) {
+			snprintf(why, wlen, "the log may have wrapped since the checkpoint");
+			rc = -1;
+		}
+		u64set_free(&lo.entry_seen);
+		free(lo.entry_inos);
+	}
+	rs_free(&logr);
+	rs_free(&marked);
+	return rc;
+}
+
+/* Bring the store to the current epoch (after entry_names). */
+static void xstore_update(struct xctx *x)
+{
+	struct resolver *r = x->r;
+	struct store *st = &x->st;
+	char why[1200];
+
+	if (!stage_entries(x))
+		return;
+	memcpy(st->saved_err, r->err, sizeof(r->err));
+	st->saved_code = r->err_code;
+	if (current_epoch_logged(x, why, sizeof(why))) {
+		fprintf(stderr, "chj-resolve: warning: state store not updated: %s\n", why);
+		snprintf(st->why + strlen(st->why), sizeof(st->why) - strlen(st->why),
+			 "; not updated");
+		/* Not the run's failure: the answer does not depend on it. */
+		memcpy(r->err, st->saved_err, sizeof(r->err));
+		r->err_code = st->saved_code;
+		return;
+	}
+	for (size_t i = 0; i < st->n; i++)
+		if (st->v[i].kind == ST_KNOWN && u64set_has(&x->st_logged, st->v[i].root)) {
+			st->v[i].kind = ST_UNKNOWN;
+			st->marked++;
+		}
+	store_commit(st);
+}
+
 /* ---- without rmapbt: FIEMAP during the walk ---- */
 
 static int seen_before(struct xctx *x, uint64_t ino)
@@ -360,6 +562,7 @@ static int walk_visit(struct resolver *r, const struct walk_entry *e, void *ctx)
 	int fd;
 
 	(void)r;
+	stage_walked(x, e);
 	if (off != UINT64_MAX && rs_overlaps(&x->chg, off, x->g.isize)) {
 		struct item *it = res_get(&x->r->res, 0, e->ino);
 
@@ -442,6 +645,18 @@ static int entry_ino_logged(const struct xctx *x, uint64_t ino)
 	return lo < x->nentry_inos && x->entry_inos[lo] == ino;
 }
 
+static void name_entry(struct resolver *r, uint64_t ino, enum ftype type, const char *rel)
+{
+	struct item *it = res_get(&r->res, 0, ino);
+
+	if (!it->reasons) {
+		it->reasons = RSN_NAME;
+		it->type = type;
+		r->st.name_entries++;
+	}
+	item_add_path(it, rel);
+}
+
 /*
  * An entry can come to name another inode without that inode changing:
  * XFS's RENAME_EXCHANGE (xfs_cross_rename) of two files rewrites both
@@ -461,6 +676,11 @@ static int entry_names(struct xctx *x)
 
 	struct stat mst;
 	uint64_t *dino = NULL;
+	struct held { uint64_t ino; enum ftype type; char *rel; } *held = NULL;
+	size_t nh = 0, hcap = 0;
+	struct u64set keys = { NULL, 0, 0, 0 };
+	uint8_t h[ST_HASH];
+	int hdr_same, incr;
 
 	if (fstat(r->mnt_fd, &mst))
 		return rx_fail(r, RX_ERROR, "%s: %s", r->mnt, strerror(errno));
@@ -496,26 +716,41 @@ static int entry_names(struct xctx *x)
 			close(fd);
 			continue;
 		}
+		/* Compared with the store: the directory as it was. */
+		hdr_same = x->st.can_compare && !hdr_hash(x, fd, dino[i], h) &&
+			   store_same(&x->st, dino[i], 0, h);
+		/* Re-read for the store (an incremental update). */
+		incr = stage_entries(x) && x->st.update == ST_UPD_INCR;
+		if (incr) {
+			stage_dir(x, fd, dino[i]);
+			u64set_clear(&keys);
+		}
 		dp = fdopendir(fd);
 		if (!dp) {
 			close(fd);
+			if (incr)
+				stage_gone(x, dino[i], NULL);
 			continue;
 		}
 		while ((errno = 0, de = readdir(dp))) {
 			size_t nl = strlen(de->d_name);
-			struct item *it;
+			int same = 0;
 
 			if (de->d_name[0] == '.' &&
 			    (!de->d_name[1] || (de->d_name[1] == '.' && !de->d_name[2])))
 				continue;
+			if ((hdr_same || incr) && !x->st.failed) {
+				uint64_t key = ent_key(x, dino[i], de->d_name, nl);
+
+				ent_hash(x, dino[i], key, de->d_ino, de->d_name, nl, h);
+				if (incr) {
+					store_stage(&x->st, dino[i], key, 0, 0, ST_KNOWN, h);
+					u64set_add(&keys, key);
+				}
+				same = hdr_same && store_same(&x->st, dino[i], key, h);
+			}
 			if (x->log_complete && !entry_ino_logged(x, de->d_ino))
 				continue;
-			it = res_get(&r->res, 0, de->d_ino);
-			if (!it->reasons) {
-				it->reasons = RSN_NAME;
-				it->type = ftype_from_dtype(de->d_type);
-				r->st.name_entries++;
-			}
 			xgrow((void **)&rel, &rcap, dl + nl + 2, 1);
 			if (dl) {
 				memcpy(rel, dirs[i], dl);
@@ -524,10 +759,47 @@ static int entry_names(struct xctx *x)
 			} else {
 				memcpy(rel, de->d_name, nl + 1);
 			}
-			item_add_path(it, rel);
+			if (same) {
+				/* Kept until the end: a lookup failing later
+				 * means nothing the store said counts. */
+				xgrow((void **)&held, &hcap, nh + 1, sizeof(*held));
+				held[nh].ino = de->d_ino;
+				held[nh].type = ftype_from_dtype(de->d_type);
+				held[nh].rel = xstrdup(rel);
+				nh++;
+				continue;
+			}
+			name_entry(r, de->d_ino, ftype_from_dtype(de->d_type), rel);
 		}
 		closedir(dp);
+		/* Entries gone since: their rows end. */
+		if (incr && stage_gone(x, dino[i], &keys))
+			x->st.failed = 1;
 	}
+	for (size_t i = 0; i < nh; i++) {
+		if (x->st.failed)
+			name_entry(r, held[i].ino, held[i].type, held[i].rel);
+		else
+			r->st.name_same++;
+		free(held[i].rel);
+	}
+	free(held);
+	u64set_free(&keys);
+	/*
+	 * An incremental update re-reads every directory changed since the
+	 * newest snapshot (all of them are listed); one that changed but was
+	 * not read (no path under the mount, gone, replaced) loses its rows.
+	 */
+	if (stage_entries(x) && x->st.update == ST_UPD_INCR)
+		for (size_t i = 0; i < r->res.cap; i++) {
+			struct item *it = r->res.tab[i];
+
+			if (!it || !(it->reasons & ~RSN_NAME) || it->root ||
+			    u64set_has(&x->st_dirs, it->ino))
+				continue;
+			if (stage_gone(x, it->ino, NULL))
+				x->st.failed = 1;
+		}
 	for (size_t i = 0; i < nd; i++)
 		free(dirs[i]);
 	free(dirs);
@@ -593,6 +865,15 @@ static int xfs_resolve_fs(struct xctx *x)
 	rc = mounted_geometry(x);
 	if (rc)
 		return rc;
+	{
+		char ident[256], u[37];
+
+		chj_uuid_str(r->chj_uuid, u);
+		snprintf(ident, sizeof(ident), "xfs fs=%s chj=%s bs=%llu isz=%llu agblocks=%llu",
+			 r->fs_uuid, u, (unsigned long long)g->bs, (unsigned long long)g->isize,
+			 (unsigned long long)g->agblocks);
+		store_open(r, &x->st, ident);
+	}
 	if (g->fs_bytes > r->dev_bytes)
 		return rx_fail(r, RX_FULL_SCAN, "%s: the XFS filesystem is larger than the device",
 			       r->dev_path);
@@ -661,7 +942,9 @@ static int xfs_resolve_fs(struct xctx *x)
 	if (!use_walk && x->log_complete)
 		drop_writebacks(r, 1);
 	t = now_sec();
-	rc = use_walk ? walk_tree(r, walk_visit, x) : resolve_names(r, NULL, NULL);
+	/* A full update of the state store reads every directory: a walk. */
+	rc = use_walk ? walk_tree(r, walk_visit, x) :
+	     resolve_names(r, stage_entries(x) && x->st.update == ST_UPD_FULL ? stage_visit : NULL, x);
 	r->st.phase[PH_WALK] = now_sec() - t;
 	if (rc)
 		return rc;
@@ -680,6 +963,8 @@ static int xfs_resolve_fs(struct xctx *x)
 	r->st.phase[PH_WALK] += now_sec() - t;
 	if (rc)
 		return rc;
+	xstore_update(x);
+	store_describe(&x->st, r->st.state, sizeof(r->st.state));
 
 	t = now_sec();
 	for (size_t i = 0; i < r->res.cap; i++) {
@@ -716,5 +1001,8 @@ int xfs_resolve(struct resolver *r)
 	rs_free(&x.logbufs);
 	free(x.seen);
 	free(x.entry_inos);
+	store_close(&x.st);
+	u64set_free(&x.st_dirs);
+	u64set_free(&x.st_logged);
 	return rc;
 }

@@ -90,6 +90,8 @@
 #define XFS_ILOG_ABROOT		0x100
 #define XFS_ILOG_DDATA		0x002
 #define XFS_BLF_CANCEL		0x4
+#define XFS_BLF_CHUNK		128u	/* bytes per bit of a buffer's dirty map */
+#define XFS_BLF_DATAMAP_WORDS	16u	/* 64 KiB / 128 / 32 */
 #define XFS_BLFT_SHIFT		11
 #define XFS_BLFT_MASK		0x1fu
 #define XFS_BLFT_UNKNOWN_BUF	0
@@ -176,6 +178,47 @@ static void pend_ino(struct xtrans *t, uint64_t ino, unsigned reasons)
 	t->ninos++;
 }
 
+/*
+ * The parts of a logged buffer [start, start + len) that the item carries:
+ * its dirty map (blf_map_size words from offset 20, one bit per 128-byte
+ * chunk) says which chunks were changed since the buffer was last written
+ * home, and only those are replayed, so only those may differ from the
+ * home copy (an inode cluster whose unlinked pointer of one inode was
+ * logged changed no other inode of the cluster).  A map that does not fit
+ * the format region or the buffer counts the whole buffer.
+ */
+static void buf_ranges(struct xtrans *t, const unsigned char *f, size_t n, uint64_t start,
+		       uint64_t len)
+{
+	uint32_t words = n >= 20 ? le32(f + 16) : 0;
+	uint64_t chunks = len / XFS_BLF_CHUNK, run = 0, any = 0;
+
+	if (!words || words > XFS_BLF_DATAMAP_WORDS || 20 + (size_t)words * 4 > n ||
+	    len % XFS_BLF_CHUNK || chunks > (uint64_t)words * 32) {
+		rs_add(&t->bufs, start, len);
+		return;
+	}
+	for (uint64_t c = 0; c <= (uint64_t)words * 32; c++) {
+		int bit = c < (uint64_t)words * 32 && (le32(f + 20 + 4 * (c / 32)) >> (c % 32)) & 1;
+
+		if (bit && c >= chunks) {
+			/* A chunk past the buffer: not a map XFS wrote. */
+			rs_add(&t->bufs, start, len);
+			return;
+		}
+		if (bit) {
+			run++;
+			any = 1;
+			continue;
+		}
+		if (run)
+			rs_add(&t->bufs, start + (c - run) * XFS_BLF_CHUNK, run * XFS_BLF_CHUNK);
+		run = 0;
+	}
+	if (!any)
+		rs_add(&t->bufs, start, len);
+}
+
 /* Decode a complete item format region. */
 static int decode_item(struct xlog *l, struct xtrans *t)
 {
@@ -223,7 +266,7 @@ static int decode_item(struct xlog *l, struct xtrans *t)
 			      (unsigned)(flags >> XFS_BLFT_SHIFT) & XFS_BLFT_MASK;
 		/* A cancelled buffer was freed: nothing is written home. */
 		if (!(flags & XFS_BLF_CANCEL) && blkno >= 0 && len)
-			rs_add(&t->bufs, (uint64_t)blkno * BB, (uint64_t)len * BB);
+			buf_ranges(t, f, n, (uint64_t)blkno * BB, (uint64_t)len * BB);
 		return 0;
 	}
 	case XFS_LI_ICREATE: {
