@@ -78,8 +78,7 @@ struct bctx {
 	char *prefix;			/* mount root, relative to the top */
 	struct dirpath *dp;
 	size_t ndp, dpcap;
-	size_t *dptab;			/* open addressing: (root, dir) -> index + 1 */
-	size_t dptcap;
+	struct htab dpidx;		/* dp's index by (root, dir) */
 };
 
 /* ---- TREE_SEARCH_V2 ---- */
@@ -696,27 +695,6 @@ static int uref_item(struct bctx *b, const struct btrfs_ioctl_search_header *h,
 	return 0;
 }
 
-static size_t dp_slot(uint64_t root, uint64_t dir, size_t cap)
-{
-	return (size_t)hash64(dir ^ hash64(root)) & (cap - 1);
-}
-
-static void dp_rehash(struct bctx *b)
-{
-	size_t cap = b->dptcap ? b->dptcap * 2 : 256;
-
-	free(b->dptab);
-	b->dptab = xcalloc(cap, sizeof(*b->dptab));
-	b->dptcap = cap;
-	for (size_t i = 0; i < b->ndp; i++) {
-		size_t s = dp_slot(b->dp[i].root, b->dp[i].ino, cap);
-
-		while (b->dptab[s])
-			s = (s + 1) & (cap - 1);
-		b->dptab[s] = i + 1;
-	}
-}
-
 static const char *dir_path_depth(struct bctx *b, uint64_t root, uint64_t dir, unsigned depth);
 
 /*
@@ -762,14 +740,12 @@ static const char *dir_path_depth(struct bctx *b, uint64_t root, uint64_t dir, u
 	char *full = NULL;
 	char *in = NULL, *top;
 	struct dirpath *d;
+	uint64_t h = ht_hash_pair(dir, root);
+	size_t c;
 
-	if (b->dptcap)
-		for (size_t s = dp_slot(root, dir, b->dptcap); b->dptab[s];
-		     s = (s + 1) & (b->dptcap - 1)) {
-			d = &b->dp[b->dptab[s] - 1];
-			if (d->root == root && d->ino == dir)
-				return d->path;
-		}
+	for (size_t i = ht_first(&b->dpidx, h, &c); i != HT_NONE; i = ht_next(&b->dpidx, h, &c))
+		if (b->dp[i].root == root && b->dp[i].ino == dir)
+			return b->dp[i].path;
 	top = subvol_top(b, root, 0);
 	if (top && dir == BTRFS_FIRST_FREE_OBJECTID)
 		in = xstrdup("");
@@ -792,15 +768,7 @@ static const char *dir_path_depth(struct bctx *b, uint64_t root, uint64_t dir, u
 	}
 	free(top);
 	free(in);
-	if (b->ndp * 2 > b->dptcap)
-		dp_rehash(b);
-	else {
-		size_t s = dp_slot(root, dir, b->dptcap);
-
-		while (b->dptab[s])
-			s = (s + 1) & (b->dptcap - 1);
-		b->dptab[s] = b->ndp;
-	}
+	ht_add(&b->dpidx, h, b->ndp - 1);
 	return d->path;
 }
 
@@ -1108,7 +1076,7 @@ int btrfs_resolve(struct resolver *r)
 	for (size_t i = 0; i < b.ndp; i++)
 		free(b.dp[i].path);
 	free(b.dp);
-	free(b.dptab);
+	ht_free(&b.dpidx);
 	free(b.prefix);
 	return rc;
 }

@@ -49,36 +49,14 @@
 
 /* ---- the in-memory cache ---- */
 
-size_t hslot(uint64_t ino, size_t cap)
-{
-	return (size_t)((ino * 0x9e3779b97f4a7c15ull) >> 20) & (cap - 1);
-}
-
-static void nc_rehash(struct names *nc)
-{
-	size_t cap = nc->tcap ? nc->tcap * 2 : 1024;
-
-	while (cap < nc->n * 2 + 2)
-		cap *= 2;
-	free(nc->tab);
-	nc->tab = xcalloc(cap, sizeof(*nc->tab));
-	nc->tcap = cap;
-	for (size_t i = 0; i < nc->n; i++) {
-		size_t s = hslot(nc->d[i].ino, cap);
-
-		while (nc->tab[s])
-			s = (s + 1) & (cap - 1);
-		nc->tab[s] = i + 1;
-	}
-}
-
 struct ndir *nc_find(const struct names *nc, uint64_t ino)
 {
-	if (!nc->tcap)
-		return NULL;
-	for (size_t s = hslot(ino, nc->tcap); nc->tab[s]; s = (s + 1) & (nc->tcap - 1))
-		if (nc->d[nc->tab[s] - 1].ino == ino)
-			return &nc->d[nc->tab[s] - 1];
+	uint64_t h = ht_hash_u64(ino);
+	size_t c;
+
+	for (size_t i = ht_first(&nc->idx, h, &c); i != HT_NONE; i = ht_next(&nc->idx, h, &c))
+		if (nc->d[i].ino == ino)
+			return &nc->d[i];
 	return NULL;
 }
 
@@ -89,18 +67,10 @@ struct ndir *nc_get(struct names *nc, uint64_t ino)
 	if (d)
 		return d;
 	xgrow((void **)&nc->d, &nc->cap, nc->n + 1, sizeof(*nc->d));
+	ht_add(&nc->idx, ht_hash_u64(ino), nc->n);
 	d = &nc->d[nc->n++];
 	memset(d, 0, sizeof(*d));
 	d->ino = ino;
-	if ((nc->n + 1) * 2 > nc->tcap)
-		nc_rehash(nc);
-	else {
-		size_t s = hslot(ino, nc->tcap);
-
-		while (nc->tab[s])
-			s = (s + 1) & (nc->tcap - 1);
-		nc->tab[s] = nc->n;
-	}
 	return d;
 }
 
@@ -137,7 +107,7 @@ void nc_free(struct names *nc)
 	for (size_t i = 0; i < nc->n; i++)
 		free(nc->d[i].e);
 	free(nc->d);
-	free(nc->tab);
+	ht_free(&nc->idx);
 	free(nc->arena);
 	free(nc);
 }
@@ -180,56 +150,52 @@ static int collect_visit(struct resolver *r, const struct walk_entry *e, void *c
 
 /* Parents of directories: dir inode -> (parent dir, entry index). */
 struct dpar {
-	uint64_t *key, *dir;
-	uint32_t *idx;
-	size_t cap;
+	struct dpe {
+		uint64_t ino, dir;	/* dir 0: removed */
+		uint32_t idx;
+	} *v;
+	size_t n, cap;
+	struct htab h;
 };
+
+static struct dpe *dpar_find(const struct dpar *p, uint64_t ino)
+{
+	uint64_t h = ht_hash_u64(ino);
+	size_t c;
+
+	for (size_t i = ht_first(&p->h, h, &c); i != HT_NONE; i = ht_next(&p->h, h, &c))
+		if (p->v[i].ino == ino)
+			return &p->v[i];
+	return NULL;
+}
 
 static void dpar_set(struct dpar *p, uint64_t ino, uint64_t dir, uint32_t idx)
 {
-	size_t s;
+	struct dpe *e = dpar_find(p, ino);
 
-	if (!p->cap) {
-		p->cap = 1 << 16;
-		p->key = xcalloc(p->cap, sizeof(*p->key));
-		p->dir = xcalloc(p->cap, sizeof(*p->dir));
-		p->idx = xcalloc(p->cap, sizeof(*p->idx));
+	if (!e) {
+		xgrow((void **)&p->v, &p->cap, p->n + 1, sizeof(*p->v));
+		ht_add(&p->h, ht_hash_u64(ino), p->n);
+		e = &p->v[p->n++];
+		e->ino = ino;
 	}
-	for (s = hslot(ino, p->cap); p->key[s] && p->key[s] != ino; s = (s + 1) & (p->cap - 1))
-		;
-	p->key[s] = ino;
-	p->dir[s] = dir;
-	p->idx[s] = idx;
+	e->dir = dir;
+	e->idx = idx;
 }
 
 static int dpar_get(const struct dpar *p, uint64_t ino, uint64_t *dir, uint32_t *idx)
 {
-	if (!p->cap)
-		return 0;
-	for (size_t s = hslot(ino, p->cap); p->key[s]; s = (s + 1) & (p->cap - 1))
-		if (p->key[s] == ino) {
-			if (!p->dir[s])
-				return 0;	/* removed */
-			*dir = p->dir[s];
-			*idx = p->idx[s];
-			return 1;
-		}
-	return 0;
+	const struct dpe *e = dpar_find(p, ino);
+
+	if (!e || !e->dir)
+		return 0;	/* unknown, or removed */
+	*dir = e->dir;
+	*idx = e->idx;
+	return 1;
 }
 
 static void dpar_build(struct dpar *p, const struct names *nc)
 {
-	size_t dirs = 0;
-
-	for (size_t i = 0; i < nc->n; i++)
-		for (uint32_t k = 0; k < nc->d[i].n; k++)
-			dirs += nc->d[i].e[k].dtype == DT_DIR;
-	p->cap = 1 << 16;
-	while (p->cap < dirs * 2 + 2)
-		p->cap *= 2;
-	p->key = xcalloc(p->cap, sizeof(*p->key));
-	p->dir = xcalloc(p->cap, sizeof(*p->dir));
-	p->idx = xcalloc(p->cap, sizeof(*p->idx));
 	for (size_t i = 0; i < nc->n; i++)
 		for (uint32_t k = 0; k < nc->d[i].n; k++)
 			if (nc->d[i].e[k].dtype == DT_DIR)
@@ -238,9 +204,8 @@ static void dpar_build(struct dpar *p, const struct names *nc)
 
 static void dpar_free(struct dpar *p)
 {
-	free(p->key);
-	free(p->dir);
-	free(p->idx);
+	free(p->v);
+	ht_free(&p->h);
 }
 
 /* Path of directory ino relative to the mount ("" for the root); NULL if
@@ -467,7 +432,7 @@ static int cache_paths(struct resolver *r, struct names *nc, uint64_t *dropped, 
 		const struct item *it = r->res.tab[i];
 
 		if (it && it->reasons && !it->root) {
-			size_t b = hslot(it->ino, fbits);
+			size_t b = ht_hash_u64(it->ino) & (fbits - 1);
 
 			filter[b / 64] |= 1ull << (b % 64);
 		}
@@ -481,7 +446,7 @@ static int cache_paths(struct resolver *r, struct names *nc, uint64_t *dropped, 
 		int have_base = 0, dfd = -1;
 
 		for (uint32_t k = 0; k < d->n && !rc; k++) {
-			size_t b = hslot(d->e[k].ino, fbits);
+			size_t b = ht_hash_u64(d->e[k].ino) & (fbits - 1);
 			struct item *it;
 			char *rel;
 			size_t bl;

@@ -30,8 +30,7 @@ struct ndir {
 struct names {
 	struct ndir *d;
 	size_t n, cap;
-	uint64_t *tab;		/* open addressing: dir inode -> index + 1 */
-	size_t tcap;
+	struct htab idx;	/* d's index by directory inode */
 	char *arena;
 	size_t alen, acap;
 	uint64_t root;
@@ -47,7 +46,6 @@ struct names {
 };
 
 /* The in-memory cache (names.c). */
-size_t hslot(uint64_t ino, size_t cap);
 struct ndir *nc_find(const struct names *nc, uint64_t ino);
 struct ndir *nc_get(struct names *nc, uint64_t ino);
 void nc_add(struct names *nc, struct ndir *d, size_t *cap, uint64_t ino, const char *name,

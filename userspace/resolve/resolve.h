@@ -16,6 +16,8 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+#include "htab.h"
+
 /* Exit status. */
 #define RX_OK		0
 #define RX_ERROR	1	/* could not compute the answer */
@@ -154,14 +156,15 @@ struct item {
 	struct rangeset ranges;	/* changed byte ranges inside the file */
 	char **paths;		/* relative to the mount point, no leading / */
 	uint32_t npaths, pcap;
-	uint32_t *ptab;		/* many paths (hard links): open addressing,
-				   path hash -> index + 1, for dedup */
-	uint32_t ptcap;
+	struct htab pidx;	/* many paths (hard links): their index by
+				   name, for dedup (empty while few) */
 };
 
 struct results {
-	struct item **tab;	/* open addressing on (root, ino) */
+	struct item **tab;	/* the items in the order added: n of them,
+				   then NULL up to cap */
 	size_t cap, n;
+	struct htab idx;	/* tab's index by (root, ino) */
 };
 
 void res_init(struct results *rs);

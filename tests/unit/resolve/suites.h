@@ -9,4 +9,5 @@ Suite *suite_xfs(void);
 Suite *suite_jbd2(void);
 Suite *suite_cli(void);
 Suite *suite_store(void);
+Suite *suite_htab(void);
 #endif
