@@ -4,7 +4,8 @@
 # taken from real filesystems: an ext4 image with extent-mapped, deep and
 # block-mapped files (ext4map), its journal after some transactions (jbd2),
 # an XFS superblock (xfs_sb) and the start of a live XFS log (xfslog), and
-# a name-cache body (names).  Needs root and loop devices (the XFS log is
+# a name-cache body (names), and a btrfs search result (btrfs).
+# Needs root and loop devices (the XFS log is
 # taken from a mounted filesystem).  Writes userspace/fuzz/seeds/NAME/.
 #
 #   tests/resolve/fuzz-seeds.sh
@@ -20,7 +21,7 @@ cleanup() {
 	rm -rf "$work"
 }
 trap cleanup EXIT
-mkdir -p "$seeds"/{ext4map,jbd2,xfs_sb,xfslog,names} "$work/mnt"
+mkdir -p "$seeds"/{ext4map,jbd2,xfs_sb,xfslog,names,btrfs} "$work/mnt"
 
 # ext4: 1 KiB blocks, small; files written with debugfs (no mount).
 seq 1 20000 >"$work/data"
@@ -85,5 +86,39 @@ def d(ino, ents):
         b += struct.pack('<QBH', eino, t, len(name)) + name
     return b
 open(sys.argv[1], 'wb').write(d(128, [(129, 4, b'a'), (130, 8, b'file')]) + d(129, []))
+EOF
+# btrfs: a TREE_SEARCH_V2 result buffer with one item of each kind the
+# parsers read (fuzz_btrfs.c): a root backref, a chunk, extent and metadata
+# items, root items, inode 257's inode item, refs (in directories 256 and
+# 300, which the harness can name), an extref, dir and xattr items, and
+# inline, regular, prealloc and compressed file extents.
+python3 - "$seeds/btrfs/items" <<'EOF'
+import struct, sys
+def item(objectid, typ, offset, data, transid=7):
+    return struct.pack('<QQQII', transid, objectid, offset, typ, len(data)) + data
+out = item(256, 144, 5, struct.pack('<QQH', 256, 2, 3) + b'sub')
+chunk = struct.pack('<QQQQIIIHH', 8 << 20, 2, 65536, 1, 65536, 65536, 4096, 1, 0)
+chunk += struct.pack('<QQ16s', 1, 1 << 20, b'\0' * 16)
+out += item(256, 228, 1 << 20, chunk)
+out += item(2 << 20, 168, 4096, struct.pack('<QQQ', 1, 90, 1))
+out += item(3 << 20, 169, 0, struct.pack('<QQQ', 1, 95, 2))
+out += item(5, 132, 0, b'\0' * 64)
+out += item(256, 132, 0, b'\0' * 64)
+ino = bytearray(160)
+struct.pack_into('<QQQ', ino, 0, 7, 99, 8192)
+struct.pack_into('<I', ino, 52, 0o100644)
+out += item(257, 1, 0, bytes(ino))
+out += item(257, 12, 256, struct.pack('<QH', 2, 4) + b'file' + struct.pack('<QH', 3, 5) + b'other')
+out += item(257, 12, 300, struct.pack('<QH', 4, 1) + b'g')
+out += item(257, 13, 12345, struct.pack('<QQH', 300, 5, 2) + b'xr')
+out += item(256, 84, 99, b'\0' * 30 + b'file')
+out += item(257, 24, 7, b'\0' * 30 + b'user.a')
+def fe(typ, comp, bytenr, dlen, off, n):
+    return struct.pack('<QQBBHB', 7, n, comp, 0, 0, typ) + struct.pack('<QQQQ', bytenr, dlen, off, n)
+out += item(257, 108, 0, struct.pack('<QQBBHB', 7, 100, 0, 0, 0, 0) + b'x' * 100)
+out += item(257, 108, 4096, fe(1, 0, 2 << 20, 4096, 0, 4096))
+out += item(257, 108, 8192, fe(2, 0, 2 << 20, 8192, 4096, 4096))
+out += item(257, 108, 12288, fe(1, 1, 5 << 20, 4096, 0, 16384))
+open(sys.argv[1], 'wb').write(out)
 EOF
 ls -l "$seeds"/*

@@ -91,6 +91,32 @@ struct skey {
 	uint32_t type;
 };
 
+/*
+ * The n items of a search result in buf (buf_size bytes): a header each,
+ * then its data.  The last header seen in *last.
+ */
+static int walk_items(struct bctx *b, const unsigned char *buf, size_t buf_size, uint32_t n,
+		      item_fn fn, void *ctx, struct btrfs_ioctl_search_header *last)
+{
+	size_t off = 0;
+	int rc = RX_OK;
+
+	for (uint32_t i = 0; i < n && !rc; i++) {
+		struct btrfs_ioctl_search_header h;
+
+		if (ITEM_HDR > buf_size - off)
+			return rx_fail(b->r, RX_ERROR, "btrfs tree search: item header overruns");
+		memcpy(&h, buf + off, ITEM_HDR);
+		off += ITEM_HDR;
+		if (h.len > buf_size - off)
+			return rx_fail(b->r, RX_ERROR, "btrfs tree search: item overruns");
+		rc = fn(b, &h, buf + off, ctx);
+		off += h.len;
+		*last = h;
+	}
+	return rc;
+}
+
 static int tree_search(struct bctx *b, uint64_t tree, struct skey min, struct skey max,
 		       uint64_t min_transid, item_fn fn, void *ctx)
 {
@@ -100,7 +126,6 @@ static int tree_search(struct bctx *b, uint64_t tree, struct skey min, struct sk
 	int rc = RX_OK;
 
 	for (;;) {
-		size_t off = 0;
 		struct btrfs_ioctl_search_header last = { 0 };
 		uint32_t n;
 
@@ -129,24 +154,7 @@ static int tree_search(struct bctx *b, uint64_t tree, struct skey min, struct sk
 		 * up to linux-libc-dev 6.1.176, __u8[] later): read it only
 		 * through this byte pointer, so either header builds.
 		 */
-		const unsigned char *buf = (const unsigned char *)a->buf;
-		for (uint32_t i = 0; i < n && !rc; i++) {
-			struct btrfs_ioctl_search_header h;
-
-			if (off + ITEM_HDR > a->buf_size) {
-				rc = rx_fail(r, RX_ERROR, "btrfs tree search: item header overruns");
-				break;
-			}
-			memcpy(&h, buf + off, ITEM_HDR);
-			off += ITEM_HDR;
-			if (h.len > a->buf_size - off) {
-				rc = rx_fail(r, RX_ERROR, "btrfs tree search: item overruns");
-				break;
-			}
-			rc = fn(b, &h, buf + off, ctx);
-			off += h.len;
-			last = h;
-		}
+		rc = walk_items(b, (const unsigned char *)a->buf, a->buf_size, n, fn, ctx, &last);
 		if (rc)
 			break;
 		/* Continue after the last key, in (objectid, type, offset) order. */
@@ -797,9 +805,21 @@ struct ref_ctx {
 static void ref_path(struct bctx *b, struct ref_ctx *rc, uint64_t parent, const unsigned char *name,
 		     unsigned nl)
 {
-	const char *d = dir_path(b, rc->it->root, parent);
+	const char *d;
 	char *p;
 
+	/*
+	 * A name that cannot be a path component (empty, ".", "..", holding
+	 * '/' or NUL: a crafted filesystem) would name another path than the
+	 * inode's, or none: the inode cannot be listed by it (the rule).
+	 */
+	if (!nl || nl > 255 || memchr(name, '/', nl) || memchr(name, 0, nl) ||
+	    (name[0] == '.' && (nl == 1 || (nl == 2 && name[1] == '.')))) {
+		rx_unattributed(b->r, 1, "btrfs: inode %llu of subvolume %llu has a name that is not a path component",
+				(unsigned long long)rc->it->ino, (unsigned long long)rc->it->root);
+		return;
+	}
+	d = dir_path(b, rc->it->root, parent);
 	if (!d)
 		return;
 	p = xmalloc(strlen(d) + nl + 1);
@@ -1079,4 +1099,130 @@ int btrfs_resolve(struct resolver *r)
 	ht_free(&b.dpidx);
 	free(b.prefix);
 	return rc;
+}
+
+/* ---- the fuzz harness's entry (fuzz/fuzz_btrfs.c) ---- */
+
+static int fz_path_ok(const char *p)
+{
+	/* "", or components that are names: not empty, ".", "..". */
+	while (*p) {
+		const char *e = strchr(p, '/');
+		size_t l = e ? (size_t)(e - p) : strlen(p);
+
+		if (!l || (l == 1 && p[0] == '.') || (l == 2 && p[0] == '.' && p[1] == '.'))
+			return 0;
+		p += l + (e ? 1 : 0);
+		if (e && !*p)
+			return 0;	/* a trailing '/' */
+	}
+	return 1;
+}
+
+/*
+ * Every item parser over one search-result buffer (data: a header and the
+ * item's bytes, repeated, as BTRFS_IOC_TREE_SEARCH_V2 returns them).  No
+ * filesystem: mnt_fd is -1, so a parser's own searches fail; the directory
+ * path cache is seeded (directories 256 and 300 of subvolume 5) so that
+ * inode references are turned into paths.  Oracles beyond the sanitizers:
+ * every path built from a reference is made of names (no empty, ".", ".."
+ * component: a name holding '/' or NUL must not become another path), and
+ * no inode is collected without an item naming it, and no range wraps.
+ * -1 if one fails.
+ */
+int btrfs_fuzz_items(const unsigned char *data, size_t size)
+{
+	static struct resolver r;
+	struct bctx b;
+	struct btrfs_ioctl_search_header last;
+	struct backref br = { 0 };
+	struct uref u = { 0, NULL };
+	struct roots rs = { 0 };
+	struct leaf_ctx lc = { BTRFS_FS_TREE_OBJECTID, 0 };
+	struct ref_ctx rc;
+	struct inode_info ii = { 0 };
+	struct fx_ctx fx;
+	struct item *it;
+	uint32_t n = UINT32_MAX;
+	int bad = 0;
+
+	memset(&r, 0, sizeof(r));
+	r.dev_fd = r.mnt_fd = -1;
+	r.btrfs_gen = 100;
+	rs_init(&r.changed);
+	res_init(&r.res);
+	memset(&b, 0, sizeof(b));
+	b.r = &r;
+	b.devid = 1;
+	b.nodesize = 16384;
+	b.prefix = xstrdup("");
+	rs_init(&b.lchg);
+	rs_init(&b.lchg_data);
+	rs_add(&b.lchg, 1ull << 20, 64ull << 20);
+	rs_normalize(&b.lchg);
+	{
+		static const struct { uint64_t ino; const char *path; } seed[] = {
+			{ 256, "" }, { 300, "d300/" },
+		};
+
+		for (size_t i = 0; i < sizeof(seed) / sizeof(seed[0]); i++) {
+			xgrow((void **)&b.dp, &b.dpcap, b.ndp + 1, sizeof(*b.dp));
+			b.dp[b.ndp].root = BTRFS_FS_TREE_OBJECTID;
+			b.dp[b.ndp].ino = seed[i].ino;
+			b.dp[b.ndp].path = xstrdup(seed[i].path);
+			b.ndp++;
+		}
+		dp_rehash(&b);
+	}
+
+	walk_items(&b, data, size, n, backref_item, &br, &last);
+	if (br.found && strlen(br.name) > 255)
+		bad = 1;
+	walk_items(&b, data, size, n, chunk_item, NULL, &last);
+	walk_items(&b, data, size, n, extent_item, NULL, &last);
+	walk_items(&b, data, size, n, gen_item, NULL, &last);
+	walk_items(&b, data, size, n, root_item, &rs, &last);
+	walk_items(&b, data, size, n, uref_item, &u, &last);
+	if (u.name && (!*u.name || strlen(u.name) > 255 || strchr(u.name, '/')))
+		bad = 2;
+	walk_items(&b, data, size, n, leaf_item, &lc, &last);
+	if (r.res.n > lc.items)
+		bad = 3;
+	/* The references and extents of inode 257. */
+	it = res_get(&r.res, BTRFS_FS_TREE_OBJECTID, 257);
+	it->size = 1ull << 30;
+	rc.it = it;
+	rc.bad = 0;
+	walk_items(&b, data, size, n, ref_item, &rc, &last);
+	for (uint32_t p = 0; p < it->npaths; p++)
+		if (!fz_path_ok(it->paths[p]))
+			bad = 4;
+	walk_items(&b, data, size, n, inode_item, &ii, &last);
+	memset(&fx, 0, sizeof(fx));
+	fx.b = &b;
+	fx.it = it;
+	fx.map_changed = 1;
+	rs_init(&fx.mapped);
+	walk_items(&b, data, size, n, file_extent, &fx, &last);
+	rs_normalize(&it->ranges);
+	rs_normalize(&fx.mapped);
+	for (size_t i = 0; i < it->ranges.n; i++)
+		if (it->ranges.v[i].start + it->ranges.v[i].len < it->ranges.v[i].start)
+			bad = 5;	/* a range that wraps */
+	rs_free(&fx.mapped);
+
+	free(u.name);
+	free(rs.v);
+	rs_free(&b.lchg);
+	rs_free(&b.lchg_data);
+	free(b.sm);
+	free(b.dext);
+	for (size_t i = 0; i < b.ndp; i++)
+		free(b.dp[i].path);
+	free(b.dp);
+	free(b.dptab);
+	free(b.prefix);
+	res_free(&r.res);
+	rs_free(&r.changed);
+	return bad;
 }

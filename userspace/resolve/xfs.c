@@ -894,8 +894,7 @@ static int xfs_resolve_fs(struct xctx *x)
 	/* No log block written since the epoch: no metadata changed. */
 	x->log_complete = 1;
 	if (rs_overlaps(&x->chg, g->log_start, g->log_bytes)) {
-		struct xlog_out lo = { x, log_inode, log_range, 0, 0, 0, 0, 0, NULL, 0, 0,
-				       { NULL, 0, 0, 0 } };
+		struct xlog_out lo = { .ctx = x, .inode = log_inode, .range = log_range };
 
 		rc = xlog_scan(r, g, &x->chg, &lo);
 		u64set_free(&lo.entry_seen);

@@ -31,6 +31,7 @@ struct xlog_out {
 	void (*inode)(void *ctx, uint64_t ino, unsigned reasons);
 	void (*range)(void *ctx, uint64_t start, uint64_t len);	/* device bytes */
 	uint64_t transactions, records, head_lsn, tail_lsn;
+	uint64_t read_bytes;	/* bytes of records read (and CRC-checked) */
 	/*
 	 * Every transaction written since the epoch was read whole: the log
 	 * has not wrapped over any of them.  Then every metadata change since

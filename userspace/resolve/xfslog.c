@@ -142,6 +142,14 @@ struct xlog {
 	unsigned char *rec;	/* one record: headers + data, unpacked */
 	unsigned char *crcbuf;
 	int incomplete;		/* a record of the changed arc was unreadable */
+	/*
+	 * Work spent on header-shaped blocks that were not records (their
+	 * claimed length read and CRC-checked for nothing), and its bound:
+	 * a real log's stale and torn headers cover about one log's length
+	 * at most, a crafted one could make every block claim 256 KiB.
+	 */
+	uint64_t failed_bytes, fail_budget;
+	int over;		/* the bound was passed: exit 3 */
 };
 
 static struct xtrans *find_trans(struct xlog *l, uint32_t tid)
@@ -593,16 +601,33 @@ static int parse_hdr(struct xlog *l, const unsigned char *h, uint64_t b, struct 
  * Read the whole record at log block b into l->rec (headers, then data),
  * check its CRC (v5) and restore the cycle words.  0 if valid.
  */
+static int record_valid(struct xlog *l, unsigned char *rec, const struct rechdr *rh, uint64_t dbbs);
+
 static int read_record(struct xlog *l, uint64_t b, struct rechdr *rh)
 {
-	unsigned char *rec = l->rec, *dp;
+	unsigned char *rec = l->rec;
 	uint64_t dbbs;
 
 	if (read_bbs(l, b, 1, rec) || parse_hdr(l, rec, b, rh))
 		return -1;
 	dbbs = (rh->len + BB - 1) / BB;
+	l->out->read_bytes += (rh->hblks + dbbs) * BB;
 	if (read_bbs(l, b, rh->hblks + dbbs, rec))
 		return -1;
+	if (record_valid(l, rec, rh, dbbs)) {
+		l->failed_bytes += (rh->hblks + dbbs) * BB;
+		if (l->failed_bytes > l->fail_budget)
+			l->over = 1;
+		return -1;
+	}
+	return 0;
+}
+
+/* The CRC (v5) of the record read into rec; its cycle words restored. */
+static int record_valid(struct xlog *l, unsigned char *rec, const struct rechdr *rh, uint64_t dbbs)
+{
+	unsigned char *dp;
+
 	dp = rec + (size_t)rh->hblks * BB;
 	if (l->g->crc) {
 		unsigned xheads = (rh->len + XLOG_CYCLE_SIZE - 1) / XLOG_CYCLE_SIZE;
@@ -649,6 +674,8 @@ static int record_touched(struct xlog *l, uint64_t b, const struct rechdr *rh)
 
 struct cand {
 	uint64_t lsn, b;
+	uint64_t d;		/* distance from the changed run's start */
+	int state;		/* 0 not read yet, 1 a record, -1 not one */
 };
 
 static int cmp_cand(const void *a, const void *b)
@@ -656,6 +683,26 @@ static int cmp_cand(const void *a, const void *b)
 	const struct cand *x = a, *y = b;
 
 	return (x->lsn < y->lsn) - (x->lsn > y->lsn);	/* newest first */
+}
+
+static int cmp_cand_d(const void *a, const void *b)
+{
+	const struct cand *x = *(const struct cand *const *)a, *y = *(const struct cand *const *)b;
+
+	return (x->d > y->d) - (x->d < y->d);
+}
+
+/* Is candidate c a record (read once; 0 if so, its header in *rh)? */
+static int cand_record(struct xlog *l, struct cand *c, struct rechdr *rh)
+{
+	if (c->state < 0 || l->over)
+		return -1;
+	if (read_record(l, c->b, rh)) {
+		c->state = -1;
+		return -1;
+	}
+	c->state = 1;
+	return 0;
 }
 
 /*
@@ -715,7 +762,9 @@ int xlog_scan(struct resolver *r, const struct xfs_geo *g, const struct rangeset
 	l.changed = changed;
 	l.out = out;
 	l.bbs = g->log_bytes / BB;
+	l.fail_budget = 2 * g->log_bytes + 4 * ((uint64_t)XLOG_MAX_RECORD + 8 * BB);
 	out->complete = 0;
+	out->read_bytes = 0;
 	l.rec = xmalloc((size_t)8 * BB + XLOG_MAX_RECORD + BB);
 	l.crcbuf = xmalloc(XLOG_REC_SIZE + 8 * XLOG_EXT_HDR_SIZE + XLOG_MAX_RECORD);
 	chunk = xmalloc(1u << 20);
@@ -743,6 +792,8 @@ int xlog_scan(struct resolver *r, const struct xfs_geo *g, const struct rangeset
 					xgrow((void **)&cv, &ccap, nc + 1, sizeof(*cv));
 					cv[nc].lsn = rh.lsn;
 					cv[nc].b = b + k;
+					cv[nc].d = 0;
+					cv[nc].state = 0;
 					nc++;
 				}
 			}
@@ -751,12 +802,14 @@ int xlog_scan(struct resolver *r, const struct xfs_geo *g, const struct rangeset
 	}
 	if (nc)
 		qsort(cv, nc, sizeof(*cv), cmp_cand);
-	for (size_t i = 0; i < nc && !found; i++) {
-		if (!read_record(&l, cv[i].b, &head)) {
+	for (size_t i = 0; i < nc && !found && !l.over; i++) {
+		if (!cand_record(&l, &cv[i], &head)) {
 			found = 1;
 			headb = cv[i].b;
 		}
 	}
+	if (l.over)
+		goto over;
 	if (!found) {
 		/* Changed log blocks without a readable record: nothing new
 		 * was logged there (a log wrap's zeroing), or it is torn. */
@@ -785,21 +838,29 @@ int xlog_scan(struct resolver *r, const struct xfs_geo *g, const struct rangeset
 	 */
 	arc = arc_start(&l);
 	if (arc >= 0) {
-		uint64_t best = UINT64_MAX;
+		struct cand **byd = xmalloc(nc * sizeof(*byd));
 
+		/* Nearest to the run's start first: the first record there,
+		 * without reading the others. */
 		for (size_t i = 0; i < nc; i++) {
-			uint64_t d = (cv[i].b + l.bbs - (uint64_t)arc) % l.bbs;
-
-			if (cv[i].lsn <= head.lsn && d < best && !read_record(&l, cv[i].b, &rh)) {
-				best = d;
-				p0b = cv[i].b;
-				p0_lsn = rh.lsn;
+			cv[i].d = (cv[i].b + l.bbs - (uint64_t)arc) % l.bbs;
+			byd[i] = &cv[i];
+		}
+		qsort(byd, nc, sizeof(*byd), cmp_cand_d);
+		for (size_t i = 0; i < nc && !have_p0 && !l.over; i++) {
+			if (byd[i]->lsn <= head.lsn && !cand_record(&l, byd[i], &rh)) {
+				p0b = byd[i]->b;
+				p0_lsn = byd[i]->lsn;
 				have_p0 = 1;
+			} else {
+				/* A header nearer the start that is not a
+				 * record (or a newer one than the head). */
+				l.incomplete = 1;
 			}
 		}
-		for (size_t i = 0; i < nc; i++)
-			if ((cv[i].b + l.bbs - (uint64_t)arc) % l.bbs < best)
-				l.incomplete = 1;
+		free(byd);
+		if (l.over)
+			goto over;
 	}
 	if (have_p0) {
 		startb = p0b;
@@ -856,6 +917,10 @@ int xlog_scan(struct resolver *r, const struct xfs_geo *g, const struct rangeset
 			(unsigned long long)p0_lsn, (unsigned long long)startb,
 			(unsigned long long)head.tail_lsn, (unsigned long long)headb,
 			(unsigned long long)head.lsn, (unsigned long long)out->records, out->complete);
+	goto out;
+over:
+	rc = rx_fail(r, RX_FULL_SCAN, "XFS log: more header-shaped blocks that are not records than a log holds (%llu bytes tried in vain; damaged or crafted)",
+		     (unsigned long long)l.failed_bytes);
 out:
 	while (l.trans)
 		free_trans(&l, l.trans);

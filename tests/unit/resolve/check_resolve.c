@@ -12,6 +12,7 @@ int main(void)
 	srunner_add_suite(sr, suite_output());
 	srunner_add_suite(sr, suite_ranges());
 	srunner_add_suite(sr, suite_xfs());
+	srunner_add_suite(sr, suite_xfslog());
 	srunner_add_suite(sr, suite_jbd2());
 	srunner_add_suite(sr, suite_cli());
 	srunner_add_suite(sr, suite_store());

@@ -6,6 +6,7 @@ Suite *suite_rangeset(void);
 Suite *suite_output(void);
 Suite *suite_ranges(void);
 Suite *suite_xfs(void);
+Suite *suite_xfslog(void);
 Suite *suite_jbd2(void);
 Suite *suite_cli(void);
 Suite *suite_store(void);
