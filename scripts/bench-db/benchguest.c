@@ -149,11 +149,14 @@ struct snap {
 	 * FUA and PREFLUSH bios queued on the metadata and origin devices */
 	unsigned long long cpu_busy, dm_reads, dm_writes;
 	unsigned long long meta_fua, meta_flush, orig_fua, orig_flush;
+	/* dm-chj's superblock writes (each FUA), chunk marks and retires */
+	unsigned long long sb_writes, marks, retires;
 };
-#define SNAP_FMT "%llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu"
+#define SNAP_FMT "%llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu"
 #define SNAP_ARGS(s) (s).meta_bytes, (s).commits, (s).deferred, (s).blocks, (s).cpu_busy, \
-	(s).dm_reads, (s).dm_writes, (s).meta_fua, (s).meta_flush, (s).orig_fua, (s).orig_flush
-#define SNAP_N 11
+	(s).dm_reads, (s).dm_writes, (s).meta_fua, (s).meta_flush, (s).orig_fua, (s).orig_flush, \
+	(s).sb_writes, (s).marks, (s).retires
+#define SNAP_N 14
 
 static unsigned long long meta_written(const char *statfile)
 {
@@ -293,6 +296,12 @@ static void chj_stats(const char *dm, struct snap *s)
 			s->deferred = v;
 		else if (kl > 7 && !strncmp(eq - 7, "_writes", 7))
 			s->blocks += v;
+		if (kl == 17 && !strncmp(tok, "superblock_writes", 17))
+			s->sb_writes = v;
+		else if (kl == 11 && !strncmp(tok, "chunk_marks", 11))
+			s->marks = v;
+		else if (kl == 13 && !strncmp(tok, "chunk_retires", 13))
+			s->retires = v;
 	}
 }
 
@@ -349,7 +358,7 @@ static void hook_post(const struct hookctx *c, const char *target, const char *j
 	f = fopen(state, "r");
 	if (!f || fscanf(f, SNAP_FMT, &s0.meta_bytes, &s0.commits, &s0.deferred, &s0.blocks,
 			 &s0.cpu_busy, &s0.dm_reads, &s0.dm_writes, &s0.meta_fua, &s0.meta_flush,
-			 &s0.orig_fua, &s0.orig_flush) != SNAP_N)
+			 &s0.orig_fua, &s0.orig_flush, &s0.sb_writes, &s0.marks, &s0.retires) != SNAP_N)
 		die("%s: no pre-run state", state);
 	fclose(f);
 	snprintf(path, sizeof(path), "%s/extra.tsv", c->out);
@@ -384,6 +393,12 @@ static void hook_post(const struct hookctx *c, const char *target, const char *j
 		fprintf(f, "%s\t%s\t%s\tchj_commits\t%llu\n", target, job, rep, s1.commits - s0.commits);
 		fprintf(f, "%s\t%s\t%s\tchj_deferred_bios\t%llu\n", target, job, rep, s1.deferred - s0.deferred);
 		fprintf(f, "%s\t%s\t%s\tchj_meta_blocks\t%llu\n", target, job, rep, s1.blocks - s0.blocks);
+		fprintf(f, "%s\t%s\t%s\tchj_sb_writes\t%llu\n", target, job, rep, s1.sb_writes - s0.sb_writes);
+		fprintf(f, "%s\t%s\t%s\tchj_chunk_marks\t%llu\n", target, job, rep, s1.marks - s0.marks);
+		fprintf(f, "%s\t%s\t%s\tchj_chunk_retires\t%llu\n", target, job, rep, s1.retires - s0.retires);
+		if (writes)
+			fprintf(f, "%s\t%s\t%s\tchj_sb_writes_per_kwrite\t%.3f\n", target, job, rep,
+				(s1.sb_writes - s0.sb_writes) * 1e3 / writes);
 	}
 	if (!strcmp(job, "ckpt-under-load") && !linear) {
 		double lat[4096], sum = 0, deadline = now_s() + 30;
