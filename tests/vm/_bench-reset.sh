@@ -127,10 +127,10 @@ REP=$((I / ${#WORKLOADS[@]} + 1))
 if [ "$W" = ext4 ]; then
 	# A filesystem made and filled before the epoch, unmounted for the copy.
 	mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0 /dev/mapper/c
-	mkdir -p /mnt/t
-	mount -o noatime /dev/mapper/c /mnt/t
-	cp -a "$CHJ_ROOT/docs" /mnt/t/docs
-	umount /mnt/t
+	mkdir -p /tmp/t
+	mount -o noatime /dev/mapper/c /tmp/t
+	cp -a "$CHJ_ROOT/docs" /tmp/t/docs
+	umount /tmp/t
 fi
 # The next epoch: checkpoint, then copy the origin (the backup's view).
 E=$(dmsetup message c 0 checkpoint)
@@ -148,8 +148,8 @@ seq | ext4)
 			--iodepth=8 --direct=1 --refill_buffers=1 --randseed=$seed --size="${SIZE_MIB}M" \
 			--eta=never --output=/dev/null &
 	else
-		mount -o noatime /dev/mapper/c /mnt/t
-		fio --name=fs --directory=/mnt/t --nrfiles=8 --filesize=4M --size=32M \
+		mount -o noatime /dev/mapper/c /tmp/t
+		fio --name=fs --directory=/tmp/t --nrfiles=8 --filesize=4M --size=32M \
 			--rw=randwrite --bs=4k --ioengine=psync --fsync=16 --refill_buffers=1 \
 			--randseed=$seed --runtime=60 --time_based=1 --eta=never --output=/dev/null &
 	fi
