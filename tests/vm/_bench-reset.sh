@@ -90,8 +90,8 @@ else
 		echo "$out"
 		fail "a change was missed across reset $n ($W)"
 	}
-	# differ N covered N reported N (regions, regions, sectors)
-	read -r _ differ _ _ _ rep_s <<<"$out"
+	# "differ N covered N reported N sectors" (regions, regions, sectors)
+	read -r _ differ _ _ _ rep_s _ <<<"$out"
 	reported=$((rep_s / 8))
 	ratio=$(awk -v r="$reported" -v d="$differ" 'BEGIN { if (d > 0) printf "%.3f", r / d; else print "nan" }')
 	log "reset $n ($W, rep $REP): changed $differ regions, reported $reported: over-report $ratio"
