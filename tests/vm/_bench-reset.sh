@@ -12,7 +12,8 @@
 #
 #   qd1   random 4 KiB O_DIRECT writes, one at a time (tests/tools/aio-randwrite)
 #   qd32  the same, 32 in flight
-#   seq   1 MiB sequential O_DIRECT writes, 8 in flight (fio, fresh data)
+#   seq   1 MiB sequential O_DIRECT writes, 8 in flight, at 64 MiB/s (fio,
+#         fresh data)
 #   ext4  fio on ext4 (mounted noatime): 8 files of 4 MiB laid out, then
 #         random 4 KiB buffered writes with an fsync every 16
 #
@@ -36,6 +37,9 @@ REPS=${BENCH_RESET_REPS:-3}
 read -ra WORKLOADS <<<"${BENCH_RESET_WORKLOADS:-qd1 qd32 seq ext4}"
 SIZE_MIB=${BENCH_RESET_SIZE_MIB:-1024}	# origin length used
 DELAY_MS=${BENCH_RESET_DELAY_MS:-2000}	# reset this long after the first writes
+# seq's rate: unlimited, it writes the whole GiB before the reset point
+# (about 1.4 GiB/s here), and every region is then truly changed.
+SEQ_RATE=${BENCH_RESET_SEQ_RATE:-64m}
 CHJ=$CHJ_ROOT/userspace/chj
 COVER=$CHJ_ROOT/tests/tools/changes-cover
 AIO=$CHJ_ROOT/tests/tools/aio-randwrite
@@ -71,8 +75,8 @@ if [ "$CHJ_BOOT" = 1 ]; then
 		printf 'kernel\t%s\n' "$(uname -r)"
 		printf 'date\t%s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)"
 		printf 'backing\tvirtio\n'
-		printf 'params\treps=%s size_mib=%s delay_ms=%s workloads=%s region=4k chunk=4M\n' \
-			"$REPS" "$SIZE_MIB" "$DELAY_MS" "$(IFS=,; echo "${WORKLOADS[*]}")"
+		printf 'params\treps=%s size_mib=%s delay_ms=%s workloads=%s seq_rate=%s region=4k chunk=4M\n' \
+			"$REPS" "$SIZE_MIB" "$DELAY_MS" "$(IFS=,; echo "${WORKLOADS[*]}")" "$SEQ_RATE"
 		printf 'guest\t%s\n' "$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1 | tr ' ' _)x$(nproc)"
 	} >"$OUT/run.tsv"
 	log "boot 1: format, $SIZE_MIB MiB origin"
@@ -146,6 +150,7 @@ seq | ext4)
 	if [ "$W" = seq ]; then
 		fio --name=seq --filename=/dev/mapper/c --rw=write --bs=1M --ioengine=libaio \
 			--iodepth=8 --direct=1 --refill_buffers=1 --randseed=$seed --size="${SIZE_MIB}M" \
+			--rate="$SEQ_RATE" \
 			--eta=never --output=/dev/null &
 	else
 		mount -o noatime /dev/mapper/c /tmp/t
