@@ -42,6 +42,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -144,7 +145,18 @@ static int cmd_msg(const char *name, const char *msg)
 
 struct snap {
 	unsigned long long meta_bytes, commits, deferred, blocks;
+	/* the guest's CPU (USER_HZ ticks), the dm device's I/Os, and the
+	 * FUA and PREFLUSH bios queued on the metadata and origin devices */
+	unsigned long long cpu_busy, dm_reads, dm_writes;
+	unsigned long long meta_fua, meta_flush, orig_fua, orig_flush;
+	/* dm-chj's superblock writes (each FUA), chunk marks and retires */
+	unsigned long long sb_writes, marks, retires;
 };
+#define SNAP_FMT "%llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu"
+#define SNAP_ARGS(s) (s).meta_bytes, (s).commits, (s).deferred, (s).blocks, (s).cpu_busy, \
+	(s).dm_reads, (s).dm_writes, (s).meta_fua, (s).meta_flush, (s).orig_fua, (s).orig_flush, \
+	(s).sb_writes, (s).marks, (s).retires
+#define SNAP_N 14
 
 static unsigned long long meta_written(const char *statfile)
 {
@@ -158,6 +170,107 @@ static unsigned long long meta_written(const char *statfile)
 		die("%s: unreadable", statfile);
 	fclose(fp);
 	return f[6] * 512;
+}
+
+static const char *envor(const char *name, const char *def)
+{
+	const char *v = getenv(name);
+
+	return v && *v ? v : def;
+}
+
+/* CPU time the guest spent busy (not idle, not waiting for I/O), in ticks. */
+static unsigned long long cpu_busy(void)
+{
+	unsigned long long v[8] = { 0 };
+	FILE *fp = fopen("/proc/stat", "r");
+
+	if (!fp)
+		die("/proc/stat: %s", strerror(errno));
+	if (fscanf(fp, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3],
+		   &v[4], &v[5], &v[6], &v[7]) != 8)
+		die("/proc/stat: unreadable");
+	fclose(fp);
+	/* user nice system idle iowait irq softirq steal */
+	return v[0] + v[1] + v[2] + v[5] + v[6] + v[7];
+}
+
+/* Reads and writes completed on dm device NAME (its /sys/dev/block stat). */
+static void dm_ios(const char *name, struct snap *s)
+{
+	unsigned long long f[5];
+	char path[4200];
+	struct stat st;
+	FILE *fp;
+
+	snprintf(path, sizeof(path), "/dev/mapper/%s", name);
+	if (stat(path, &st))
+		die("%s: %s", path, strerror(errno));
+	snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/stat", major(st.st_rdev), minor(st.st_rdev));
+	fp = fopen(path, "r");
+	if (!fp)
+		die("%s: %s", path, strerror(errno));
+	if (fscanf(fp, "%llu %llu %llu %llu %llu", &f[0], &f[1], &f[2], &f[3], &f[4]) != 5)
+		die("%s: unreadable", path);
+	fclose(fp);
+	s->dm_reads = f[0];
+	s->dm_writes = f[4];
+}
+
+/*
+ * FUA and PREFLUSH bios queued on the metadata and origin devices, from the
+ * hist trigger tests/vm/_bench.sh puts on block:block_bio_queue when
+ * BENCH_TRACE=1 ($BENCH_HIST, keys dev and rwbs; $BENCH_META_KDEV and
+ * $BENCH_ORIGIN_KDEV are the devices' kernel dev_t).  rwbs is
+ * [F]op[F]...: a leading F is PREFLUSH, an F after the op is FUA.
+ */
+static void bio_flags(struct snap *s)
+{
+	const char *hist = getenv("BENCH_HIST");
+	unsigned long long meta, orig;
+	char line[512];
+	FILE *fp;
+
+	if (!hist || !*hist)
+		return;
+	meta = strtoull(envor("BENCH_META_KDEV", "0"), NULL, 10);
+	orig = strtoull(envor("BENCH_ORIGIN_KDEV", "0"), NULL, 10);
+	fp = fopen(hist, "r");
+	if (!fp)
+		die("%s: %s", hist, strerror(errno));
+	while (fgets(line, sizeof(line), fp)) {
+		char *d = strstr(line, "dev:"), *r = strstr(line, "rwbs:"), *h = strstr(line, "hitcount:");
+		unsigned long long dev, n;
+		int flush = 0, fua = 0;
+
+		if (line[0] != '{' || !d || !r || !h)
+			continue;
+		dev = strtoull(d + 4, NULL, 10);
+		n = strtoull(h + 9, NULL, 10);
+		for (r += 5; *r == ' '; r++)
+			;
+		if (*r == 'F') {
+			flush = 1;
+			r++;
+		}
+		if (*r && *r != ' ' && *r != '}')
+			fua = r[1] == 'F';
+		if (dev == meta) {
+			s->meta_fua += fua ? n : 0;
+			s->meta_flush += flush ? n : 0;
+		} else if (dev == orig) {
+			s->orig_fua += fua ? n : 0;
+			s->orig_flush += flush ? n : 0;
+		}
+	}
+	fclose(fp);
+}
+
+static void snap_io(const char *dm, struct snap *s)
+{
+	dm_ios(dm, s);
+	bio_flags(s);
+	s->cpu_busy = cpu_busy();	/* last: the least of the hook's own time */
 }
 
 static void chj_stats(const char *dm, struct snap *s)
@@ -183,14 +296,13 @@ static void chj_stats(const char *dm, struct snap *s)
 			s->deferred = v;
 		else if (kl > 7 && !strncmp(eq - 7, "_writes", 7))
 			s->blocks += v;
+		if (kl == 17 && !strncmp(tok, "superblock_writes", 17))
+			s->sb_writes = v;
+		else if (kl == 11 && !strncmp(tok, "chunk_marks", 11))
+			s->marks = v;
+		else if (kl == 13 && !strncmp(tok, "chunk_retires", 13))
+			s->retires = v;
 	}
-}
-
-static const char *envor(const char *name, const char *def)
-{
-	const char *v = getenv(name);
-
-	return v && *v ? v : def;
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -235,13 +347,18 @@ static void hook_post(const struct hookctx *c, const char *target, const char *j
 {
 	int linear = !strcmp(target, "linear"), chj = !strncmp(target, "chj", 3);
 	char state[4096], latfile[4200], path[4200];
-	struct snap s0 = { 0 }, s1 = { 0 };
+	struct snap s0 = { 0 }, s1 = { 0 }, io = { 0 };
+	unsigned long long ios, writes;
+	long hz = sysconf(_SC_CLK_TCK);
 	FILE *f;
 
+	snap_io(c->dm, &io);
 	snprintf(state, sizeof(state), "%s/state/%s-%s-%s", c->out, target, job, rep);
 	snprintf(latfile, sizeof(latfile), "%s.lat", state);
 	f = fopen(state, "r");
-	if (!f || fscanf(f, "%llu %llu %llu %llu", &s0.meta_bytes, &s0.commits, &s0.deferred, &s0.blocks) != 4)
+	if (!f || fscanf(f, SNAP_FMT, &s0.meta_bytes, &s0.commits, &s0.deferred, &s0.blocks,
+			 &s0.cpu_busy, &s0.dm_reads, &s0.dm_writes, &s0.meta_fua, &s0.meta_flush,
+			 &s0.orig_fua, &s0.orig_flush, &s0.sb_writes, &s0.marks, &s0.retires) != SNAP_N)
 		die("%s: no pre-run state", state);
 	fclose(f);
 	snprintf(path, sizeof(path), "%s/extra.tsv", c->out);
@@ -250,11 +367,38 @@ static void hook_post(const struct hookctx *c, const char *target, const char *j
 		die("%s: %s", path, strerror(errno));
 	if (!linear)
 		fprintf(f, "%s\t%s\t%s\tmeta_bytes\t%llu\n", target, job, rep, meta_written(c->metastat) - s0.meta_bytes);
+	/* Per I/O of the job as the dm device counted them (reads too). */
+	ios = io.dm_reads - s0.dm_reads + io.dm_writes - s0.dm_writes;
+	writes = io.dm_writes - s0.dm_writes;
+	fprintf(f, "%s\t%s\t%s\tdm_ios\t%llu\n", target, job, rep, ios);
+	fprintf(f, "%s\t%s\t%s\tcpu_busy_ms\t%.1f\n", target, job, rep,
+		(io.cpu_busy - s0.cpu_busy) * 1e3 / hz);
+	if (ios)
+		fprintf(f, "%s\t%s\t%s\tcpu_us_per_io\t%.3f\n", target, job, rep,
+			(io.cpu_busy - s0.cpu_busy) * 1e6 / hz / ios);
+	if (getenv("BENCH_HIST") && *getenv("BENCH_HIST")) {
+		fprintf(f, "%s\t%s\t%s\tmeta_fua\t%llu\n", target, job, rep, io.meta_fua - s0.meta_fua);
+		fprintf(f, "%s\t%s\t%s\tmeta_flush\t%llu\n", target, job, rep, io.meta_flush - s0.meta_flush);
+		fprintf(f, "%s\t%s\t%s\torigin_fua\t%llu\n", target, job, rep, io.orig_fua - s0.orig_fua);
+		fprintf(f, "%s\t%s\t%s\torigin_flush\t%llu\n", target, job, rep, io.orig_flush - s0.orig_flush);
+		if (writes) {
+			fprintf(f, "%s\t%s\t%s\tfua_per_kwrite\t%.3f\n", target, job, rep,
+				(io.meta_fua - s0.meta_fua + io.orig_fua - s0.orig_fua) * 1e3 / writes);
+			fprintf(f, "%s\t%s\t%s\tflush_per_kwrite\t%.3f\n", target, job, rep,
+				(io.meta_flush - s0.meta_flush + io.orig_flush - s0.orig_flush) * 1e3 / writes);
+		}
+	}
 	if (chj) {
 		chj_stats(c->dm, &s1);
 		fprintf(f, "%s\t%s\t%s\tchj_commits\t%llu\n", target, job, rep, s1.commits - s0.commits);
 		fprintf(f, "%s\t%s\t%s\tchj_deferred_bios\t%llu\n", target, job, rep, s1.deferred - s0.deferred);
 		fprintf(f, "%s\t%s\t%s\tchj_meta_blocks\t%llu\n", target, job, rep, s1.blocks - s0.blocks);
+		fprintf(f, "%s\t%s\t%s\tchj_sb_writes\t%llu\n", target, job, rep, s1.sb_writes - s0.sb_writes);
+		fprintf(f, "%s\t%s\t%s\tchj_chunk_marks\t%llu\n", target, job, rep, s1.marks - s0.marks);
+		fprintf(f, "%s\t%s\t%s\tchj_chunk_retires\t%llu\n", target, job, rep, s1.retires - s0.retires);
+		if (writes)
+			fprintf(f, "%s\t%s\t%s\tchj_sb_writes_per_kwrite\t%.3f\n", target, job, rep,
+				(s1.sb_writes - s0.sb_writes) * 1e3 / writes);
 	}
 	if (!strcmp(job, "ckpt-under-load") && !linear) {
 		double lat[4096], sum = 0, deadline = now_s() + 30;
@@ -346,10 +490,11 @@ static int cmd_hook(const char *phase, const char *target, const char *job, cons
 		s0.meta_bytes = meta_written(c.metastat);
 	if (chj)
 		chj_stats(c.dm, &s0);
+	snap_io(c.dm, &s0);
 	f = fopen(state, "w");
 	if (!f)
 		die("%s: %s", state, strerror(errno));
-	fprintf(f, "%llu %llu %llu %llu\n", s0.meta_bytes, s0.commits, s0.deferred, s0.blocks);
+	fprintf(f, SNAP_FMT "\n", SNAP_ARGS(s0));
 	fclose(f);
 	f = fopen(cur, "w");
 	if (!f)

@@ -44,6 +44,17 @@ virtio)
 *) fail "unknown BENCH_BACKING=$BACKING" ;;
 esac
 modprobe dm-era
+# BENCH_TRACE=1: count the FUA and PREFLUSH bios queued on the metadata and
+# origin devices (a hist trigger on block:block_bio_queue, read by the
+# hook).  The block layer drops both flags before that tracepoint on a
+# device without a volatile write cache, and brd has none (nor may it be
+# set to "write back" since 6.0), so only the virtio backing (QEMU's
+# default cache mode: a write-back cache, FUA emulated by a flush) shows
+# them; dm-chj's own count of superblock writes (chj_sb_writes, every one
+# FUA) is recorded on both.  Tracing costs every bio a little on every
+# target: the ratio runs leave it off.
+TRACE=${BENCH_TRACE:-0}
+[ "$TRACE" != 1 ] || [ "$BACKING" = virtio ] || fail "BENCH_TRACE=1 needs the virtio backing"
 S=$((SIZE_MIB << 11))
 [ "$(sectors $ORIGIN)" -ge $S ] || fail "$ORIGIN is smaller than $SIZE_MIB MiB"
 [ "$(sectors $META_DISK)" -ge $((META_MIB << 11)) ] || fail "$META_DISK is smaller than $META_MIB MiB"
@@ -52,6 +63,16 @@ S=$((SIZE_MIB << 11))
 META=$(dm_create bmeta "0 $((META_MIB << 11)) linear $META_DISK 0")
 META_STAT=/sys/dev/block/$(dmsetup info -c --noheadings -o major,minor bmeta | tr -d ' ')/stat
 [ -f "$META_STAT" ] || fail "no $META_STAT"
+if [ "$TRACE" = 1 ]; then
+	T=/sys/kernel/tracing
+	mountpoint -q $T || mount -t tracefs nodev $T
+	kdev() { local d; read -ra d <<<"$(stat -L -c '%t %T' "$1")"; echo $(((16#${d[0]}) << 20 | 16#${d[1]})); }
+	BENCH_META_KDEV=$(kdev "$META") BENCH_ORIGIN_KDEV=$(kdev "$ORIGIN")
+	echo "hist:keys=dev,rwbs:vals=hitcount:size=256 if dev == $BENCH_META_KDEV || dev == $BENCH_ORIGIN_KDEV" \
+		>$T/events/block/block_bio_queue/trigger || fail "cannot set the hist trigger"
+	export BENCH_HIST=$T/events/block/block_bio_queue/hist BENCH_META_KDEV BENCH_ORIGIN_KDEV
+	log "tracing FUA/PREFLUSH: meta $(<"${META_STAT%/stat}/queue/write_cache"), origin $(</sys/block/"$(basename "$ORIGIN")"/queue/write_cache)"
+fi
 
 # Allocate every page (brd) or block (virtio image file) once, so that no
 # target pays for first allocation.
@@ -60,6 +81,7 @@ dd if=/dev/zero of=$ORIGIN bs=1M count="$SIZE_MIB" oflag=direct status=none
 dd if=/dev/zero of="$META" bs=1M count="$META_MIB" oflag=direct status=none
 
 params="reps=$REPS size_mib=$SIZE_MIB meta_mib=$META_MIB nios=$NIOS ckpt_s=$CKPT_S targets=${TARGETS// /,}"
+[ "$TRACE" != 1 ] || params="$params trace=1"
 {
 	printf 'kind\ttarget\n'
 	printf 'kernel\t%s\n' "$(uname -r)"
@@ -142,5 +164,8 @@ for rep in $(seq "$REPS"); do
 	done
 done
 dmsetup remove bmeta
-! cat "$OUT"/state/errors 2>/dev/null || fail "chj-benchguest hook reported errors"
+if [ -e "$OUT/state/errors" ]; then
+	cat "$OUT/state/errors"
+	fail "chj-benchguest hook reported errors ($(wc -l <"$OUT/state/errors") lines)"
+fi
 log "bench: $seq_no jobs in $nfio fio runs, $((SECONDS - start))s"
