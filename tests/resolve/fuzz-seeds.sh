@@ -4,7 +4,7 @@
 # taken from real filesystems: an ext4 image with extent-mapped, deep and
 # block-mapped files (ext4map), its journal after some transactions (jbd2),
 # an XFS superblock (xfs_sb) and the start of a live XFS log (xfslog), and
-# a name-cache body (names), and a btrfs search result (btrfs).
+# a small name index (names), and a btrfs search result (btrfs).
 # Needs root and loop devices (the XFS log is
 # taken from a mounted filesystem).  Writes userspace/fuzz/seeds/NAME/.
 #
@@ -76,16 +76,19 @@ umount "$work/mnt"
 losetup -d "$loop"
 loop=
 
-# A name-cache body: directory 128 holding "a" (129, a directory) and
-# "file" (130); directory 129 empty.
-python3 - "$seeds/names/small" <<'EOF'
-import struct, sys
-def d(ino, ents):
-    b = struct.pack('<QQ', ino, len(ents))
-    for eino, t, name in ents:
-        b += struct.pack('<QBH', eino, t, len(name)) + name
-    return b
-open(sys.argv[1], 'wb').write(d(128, [(129, 4, b'a'), (130, 8, b'file')]) + d(129, []))
+# A name index (SQLite, nameindex.c's schema, the fuzz harness's
+# all-zero identity): directory 2 (the root) holding "a" (3, a directory)
+# and "file" (4), "a" holding "b" (5); one hard link "a/file2" of 4.
+rm -f "$seeds/names/small"
+sqlite3 "$seeds/names/small" <<'EOF'
+CREATE TABLE meta(k TEXT PRIMARY KEY, v) WITHOUT ROWID;
+CREATE TABLE ent(dir INTEGER NOT NULL, name BLOB NOT NULL, ino INTEGER NOT NULL,
+ t INTEGER NOT NULL, PRIMARY KEY(dir, name)) WITHOUT ROWID;
+INSERT INTO meta VALUES('version', 1), ('ident', 'fs= uuid= chj=00000000-0000-0000-0000-000000000000'),
+ ('epoch', 3), ('root', 2), ('entries', 4);
+INSERT INTO ent VALUES(2, CAST('a' AS BLOB), 3, 4), (2, CAST('file' AS BLOB), 4, 8),
+ (3, CAST('b' AS BLOB), 5, 4), (3, CAST('file2' AS BLOB), 4, 8);
+CREATE INDEX ent_ino ON ent(ino, t);
 EOF
 # btrfs: a TREE_SEARCH_V2 result buffer with one item of each kind the
 # parsers read (fuzz_btrfs.c): a root backref, a chunk, extent and metadata

@@ -1170,9 +1170,9 @@ int btrfs_fuzz_items(const unsigned char *data, size_t size)
 			b.dp[b.ndp].root = BTRFS_FS_TREE_OBJECTID;
 			b.dp[b.ndp].ino = seed[i].ino;
 			b.dp[b.ndp].path = xstrdup(seed[i].path);
+			ht_add(&b.dpidx, ht_hash_pair(seed[i].ino, BTRFS_FS_TREE_OBJECTID), b.ndp);
 			b.ndp++;
 		}
-		dp_rehash(&b);
 	}
 
 	walk_items(&b, data, size, n, backref_item, &br, &last);
@@ -1220,7 +1220,7 @@ int btrfs_fuzz_items(const unsigned char *data, size_t size)
 	for (size_t i = 0; i < b.ndp; i++)
 		free(b.dp[i].path);
 	free(b.dp);
-	free(b.dptab);
+	ht_free(&b.dpidx);
 	free(b.prefix);
 	res_free(&r.res);
 	rs_free(&r.changed);

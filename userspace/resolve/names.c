@@ -47,280 +47,168 @@
 #define WALK_MIN	65536u
 #define WALK_RATIO	16u
 
-/* ---- the in-memory cache ---- */
+/* ---- directory paths, looked up in the index and kept for the run ---- */
 
-struct ndir *nc_find(const struct names *nc, uint64_t ino)
+struct nctx {
+	struct resolver *r;
+	struct nidx *x;
+	/* dir inode -> its path relative to the mount (NULL: none reaches it) */
+	uint64_t *mkey;
+	char **mval;
+	size_t mn, mcap;
+	struct u64set fresh;	/* directories re-read in this run */
+};
+
+static void memo_clear(struct nctx *c)
 {
-	uint64_t h = ht_hash_u64(ino);
-	size_t c;
-
-	for (size_t i = ht_first(&nc->idx, h, &c); i != HT_NONE; i = ht_next(&nc->idx, h, &c))
-		if (nc->d[i].ino == ino)
-			return &nc->d[i];
-	return NULL;
+	for (size_t i = 0; i < c->mcap; i++)
+		if (c->mkey[i])
+			free(c->mval[i]);
+	free(c->mkey);
+	free(c->mval);
+	c->mkey = NULL;
+	c->mval = NULL;
+	c->mn = c->mcap = 0;
 }
 
-struct ndir *nc_get(struct names *nc, uint64_t ino)
+static size_t mslot(uint64_t ino, size_t cap)
 {
-	struct ndir *d = nc_find(nc, ino);
-
-	if (d)
-		return d;
-	xgrow((void **)&nc->d, &nc->cap, nc->n + 1, sizeof(*nc->d));
-	ht_add(&nc->idx, ht_hash_u64(ino), nc->n);
-	d = &nc->d[nc->n++];
-	memset(d, 0, sizeof(*d));
-	d->ino = ino;
-	return d;
+	return (size_t)(hash64(ino) & (cap - 1));
 }
 
-static uint32_t nc_name(struct names *nc, const char *s, size_t len)
+/* The memo's slot of ino: 1 and *path when known. */
+static int memo_get(const struct nctx *c, uint64_t ino, const char **path)
 {
-	uint32_t off;
-
-	if (nc->alen + len > UINT32_MAX) {
-		fputs("chj-resolve: name cache too large\n", stderr);
-		exit(RX_ERROR);
-	}
-	xgrow((void **)&nc->arena, &nc->acap, nc->alen + len, 1);
-	memcpy(nc->arena + nc->alen, s, len);
-	off = (uint32_t)nc->alen;
-	nc->alen += len;
-	return off;
+	if (!c->mcap)
+		return 0;
+	for (size_t s = mslot(ino, c->mcap); c->mkey[s]; s = (s + 1) & (c->mcap - 1))
+		if (c->mkey[s] == ino) {
+			*path = c->mval[s];
+			return 1;
+		}
+	return 0;
 }
 
-void nc_add(struct names *nc, struct ndir *d, size_t *cap, uint64_t ino, const char *name,
-		   size_t len, uint8_t dtype)
+/* Keep path (taken: freed with the memo) for ino; inode 0 is never a key. */
+static void memo_put(struct nctx *c, uint64_t ino, char *path)
 {
-	xgrow((void **)&d->e, cap, d->n + 1, sizeof(*d->e));
-	d->e[d->n].ino = ino;
-	d->e[d->n].name = nc_name(nc, name, len);
-	d->e[d->n].len = (uint16_t)len;
-	d->e[d->n].dtype = dtype;
-	d->n++;
-}
+	size_t s;
 
-void nc_free(struct names *nc)
-{
-	if (!nc)
+	if (!ino) {
+		free(path);
 		return;
-	for (size_t i = 0; i < nc->n; i++)
-		free(nc->d[i].e);
-	free(nc->d);
-	ht_free(&nc->idx);
-	free(nc->arena);
-	free(nc);
-}
-
-/* ---- building from the walk ---- */
-
-struct collect {
-	struct names *nc;
-	uint64_t dir;
-	struct ndir *cur;
-	size_t cap;
-	int (*visit)(struct resolver *r, const struct walk_entry *e, void *ctx);
-	void *ctx;
-};
-
-static int collect_visit(struct resolver *r, const struct walk_entry *e, void *ctx)
-{
-	struct collect *c = ctx;
-	static const unsigned char dt[] = {
-		DT_UNKNOWN, DT_REG, DT_DIR, DT_LNK, DT_CHR, DT_BLK, DT_FIFO, DT_SOCK,
-	};
-
-	if (!*e->rel) {
-		c->nc->root = e->ino;
-	} else {
-		if (!c->cur || c->cur->ino != e->dir_ino) {
-			c->cur = nc_get(c->nc, e->dir_ino);
-			c->cap = c->cur->n;
-		}
-		nc_add(c->nc, c->cur, &c->cap, e->ino, e->name, strlen(e->name), dt[e->type]);
 	}
-	if (e->type == FT_DIR) {
-		nc_get(c->nc, e->ino);
-		c->cur = NULL;	/* the array may have moved */
-	}
-	return c->visit ? c->visit(r, e, c->ctx) : 0;
-}
+	if ((c->mn + 1) * 2 > c->mcap) {
+		size_t ocap = c->mcap, ncap = ocap ? ocap * 2 : 1024;
+		uint64_t *ok = c->mkey;
+		char **ov = c->mval;
 
-/* ---- re-reading changed directories ---- */
-
-/* Parents of directories: dir inode -> (parent dir, entry index). */
-struct dpar {
-	struct dpe {
-		uint64_t ino, dir;	/* dir 0: removed */
-		uint32_t idx;
-	} *v;
-	size_t n, cap;
-	struct htab h;
-};
-
-static struct dpe *dpar_find(const struct dpar *p, uint64_t ino)
-{
-	uint64_t h = ht_hash_u64(ino);
-	size_t c;
-
-	for (size_t i = ht_first(&p->h, h, &c); i != HT_NONE; i = ht_next(&p->h, h, &c))
-		if (p->v[i].ino == ino)
-			return &p->v[i];
-	return NULL;
-}
-
-static void dpar_set(struct dpar *p, uint64_t ino, uint64_t dir, uint32_t idx)
-{
-	struct dpe *e = dpar_find(p, ino);
-
-	if (!e) {
-		xgrow((void **)&p->v, &p->cap, p->n + 1, sizeof(*p->v));
-		ht_add(&p->h, ht_hash_u64(ino), p->n);
-		e = &p->v[p->n++];
-		e->ino = ino;
-	}
-	e->dir = dir;
-	e->idx = idx;
-}
-
-static int dpar_get(const struct dpar *p, uint64_t ino, uint64_t *dir, uint32_t *idx)
-{
-	const struct dpe *e = dpar_find(p, ino);
-
-	if (!e || !e->dir)
-		return 0;	/* unknown, or removed */
-	*dir = e->dir;
-	*idx = e->idx;
-	return 1;
-}
-
-static void dpar_build(struct dpar *p, const struct names *nc)
-{
-	for (size_t i = 0; i < nc->n; i++)
-		for (uint32_t k = 0; k < nc->d[i].n; k++)
-			if (nc->d[i].e[k].dtype == DT_DIR)
-				dpar_set(p, nc->d[i].e[k].ino, nc->d[i].ino, k);
-}
-
-static void dpar_free(struct dpar *p)
-{
-	free(p->v);
-	ht_free(&p->h);
-}
-
-/* Path of directory ino relative to the mount ("" for the root); NULL if
- * no chain of entries leads there from the root. */
-static char *dir_rel(const struct names *nc, const struct dpar *p, uint64_t ino)
-{
-	const struct nent **parts = NULL;
-	size_t n = 0, cap = 0, total = 0;
-	char *out, *o;
-
-	/* Any depth; a chain longer than the directories known is a loop. */
-	while (ino != nc->root) {
-		uint64_t dir;
-		uint32_t idx;
-		const struct ndir *d;
-
-		if (n > nc->n || !dpar_get(p, ino, &dir, &idx) || !(d = nc_find(nc, dir)) ||
-		    idx >= d->n || d->e[idx].ino != ino) {
-			free(parts);
-			return NULL;
-		}
-		xgrow((void **)&parts, &cap, n + 1, sizeof(*parts));
-		parts[n++] = &d->e[idx];
-		total += d->e[idx].len + 1;
-		ino = dir;
-	}
-	out = o = xmalloc(total + 1);
-	while (n--) {
-		memcpy(o, nc->arena + parts[n]->name, parts[n]->len);
-		o += parts[n]->len;
-		if (n)
-			*o++ = '/';
-	}
-	*o = 0;
-	free(parts);
-	return out;
-}
-
-/* Re-read directory d (opened as fd): replace its entries. */
-static int reread(struct names *nc, struct dpar *p, struct ndir *d, int fd,
-		  uint64_t **newdirs, size_t *nnew, size_t *newcap)
-{
-	DIR *dp = fdopendir(fd);
-	struct dirent *de;
-	size_t cap = 0;
-	struct nent *old;
-	uint32_t oldn;
-	int err;
-
-	if (!dp) {
-		close(fd);
-		return -1;
-	}
-	/* Its old subdirectories lose this parent (unless listed again). */
-	for (uint32_t k = 0; k < d->n; k++)
-		if (d->e[k].dtype == DT_DIR) {
-			uint64_t pd;
-			uint32_t idx;
-
-			if (dpar_get(p, d->e[k].ino, &pd, &idx) && pd == d->ino)
-				dpar_set(p, d->e[k].ino, 0, 0);
-		}
-	old = d->e;
-	oldn = d->n;
-	d->e = NULL;
-	d->n = 0;
-	while ((errno = 0, de = readdir(dp))) {
-		size_t len = strlen(de->d_name);
-		unsigned char t = de->d_type;
-
-		if (de->d_name[0] == '.' && (!de->d_name[1] || (de->d_name[1] == '.' && !de->d_name[2])))
-			continue;
-		if (t == DT_UNKNOWN) {
-			struct stat st;
-
-			if (fstatat(dirfd(dp), de->d_name, &st, AT_SYMLINK_NOFOLLOW))
-				continue;
-			t = S_ISDIR(st.st_mode) ? DT_DIR : S_ISREG(st.st_mode) ? DT_REG :
-			    S_ISLNK(st.st_mode) ? DT_LNK : DT_UNKNOWN;
-		}
-		nc_add(nc, d, &cap, de->d_ino, de->d_name, len, t);
-		if (t == DT_DIR) {
-			dpar_set(p, de->d_ino, d->ino, d->n - 1);
-			/* A directory the cache never saw: read it too. */
-			if (!nc_find(nc, de->d_ino)) {
-				xgrow((void **)newdirs, newcap, *nnew + 1, sizeof(**newdirs));
-				(*newdirs)[(*nnew)++] = de->d_ino;
+		c->mkey = xcalloc(ncap, sizeof(*c->mkey));
+		c->mval = xcalloc(ncap, sizeof(*c->mval));
+		c->mcap = ncap;
+		for (size_t i = 0; i < ocap; i++)
+			if (ok[i]) {
+				for (s = mslot(ok[i], ncap); c->mkey[s]; s = (s + 1) & (ncap - 1))
+					;
+				c->mkey[s] = ok[i];
+				c->mval[s] = ov[i];
 			}
-		}
+		free(ok);
+		free(ov);
 	}
-	err = errno;
-	d->fresh = 1;
-	/* The same entries in the same order: the file need not be rewritten. */
-	if (d->n != oldn || !d->stored)
-		nc->dirty = 1;
-	for (uint32_t k = 0; k < d->n && !nc->dirty; k++)
-		if (d->e[k].ino != old[k].ino || d->e[k].dtype != old[k].dtype ||
-		    d->e[k].len != old[k].len ||
-		    memcmp(nc->arena + d->e[k].name, nc->arena + old[k].name, d->e[k].len))
-			nc->dirty = 1;
-	free(old);
-	closedir(dp);
-	return err ? -1 : 0;
+	for (s = mslot(ino, c->mcap); c->mkey[s] && c->mkey[s] != ino; s = (s + 1) & (c->mcap - 1))
+		;
+	if (c->mkey[s])
+		free(c->mval[s]);
+	else
+		c->mn++;
+	c->mkey[s] = ino;
+	c->mval[s] = path;
 }
 
 /*
- * Re-read the directories among the results, and new ones.  0 when done;
- * 1 when some directory could not be reached by its cached path (the caller
- * walks instead).
+ * The path of directory ino relative to the mount ("" for the root), from
+ * the entries naming it, up to the root: one index search per level not
+ * yet known in this run.  NULL when no chain of entries leads there (or on
+ * an index error: x->failed).  A directory has one name; where the index
+ * still holds two (its old parent not re-read yet), the one in a
+ * directory re-read in this run is taken, else the first: the caller
+ * checks that the path leads to ino.
  */
+static const char *dir_rel(struct nctx *c, uint64_t ino)
+{
+	struct nlist parts = { 0 }, tmp = { 0 };
+	struct u64set seen = { 0 };
+	const char *base = NULL, *known;
+	uint64_t cur = ino;
+	size_t total, len;
+	char *out;
+
+	if (memo_get(c, ino, &known))
+		return known;
+	for (;;) {
+		size_t pick = 0;
+
+		if (cur == c->x->root) {
+			base = "";
+			break;
+		}
+		if (memo_get(c, cur, &known)) {
+			base = known;
+			break;
+		}
+		/* A chain that comes back is a loop: not a path. */
+		if (!u64set_add(&seen, cur))
+			break;
+		tmp.n = tmp.alen = 0;
+		if (nidx_by_ino(c->x, cur, 1, 8, &tmp) || !tmp.n)
+			break;
+		for (size_t i = 0; i < tmp.n; i++)
+			if (u64set_has(&c->fresh, tmp.v[i].dir)) {
+				pick = i;
+				break;
+			}
+		nl_add(&parts, tmp.v[pick].dir, NL_NAME(&tmp, &tmp.v[pick]), tmp.v[pick].len, cur,
+		       DT_DIR);
+		cur = tmp.v[pick].dir;
+	}
+	u64set_free(&seen);
+	nl_free(&tmp);
+	if (!base) {
+		if (!c->x->failed)
+			memo_put(c, ino, NULL);
+		nl_free(&parts);
+		return NULL;
+	}
+	/* Every directory on the way gets its path: parts[k] names the k-th. */
+	total = strlen(base);
+	for (size_t k = 0; k < parts.n; k++)
+		total += parts.v[k].len + 1;
+	out = xmalloc(total + 1);
+	len = strlen(base);
+	memcpy(out, base, len + 1);
+	if (!parts.n)
+		memo_put(c, ino, xstrdup(out));
+	for (size_t k = parts.n; k--;) {
+		const struct nent *e = &parts.v[k];
+
+		if (len)
+			out[len++] = '/';
+		memcpy(out + len, NL_NAME(&parts, e), e->len);
+		len += e->len;
+		out[len] = 0;
+		memo_put(c, e->ino, xstrdup(out));
+	}
+	free(out);
+	nl_free(&parts);
+	return memo_get(c, ino, &known) ? known : NULL;
+}
+
 /*
  * Opening a directory by its path costs a lookup per component: a user's
  * 5000-level tree would make the refresh quadratic.  The lookups spent are
- * counted against a budget a walk's cost bounds (a few per cached entry);
- * past it the cache is given up and the tree walked (linear, by fds).
+ * counted against a budget a walk's cost bounds (a few per indexed entry);
+ * past it the index is given up and the tree walked (linear, by fds).
  */
 static int spend(uint64_t *budget, const char *rel)
 {
@@ -334,11 +222,172 @@ static int spend(uint64_t *budget, const char *rel)
 	return 0;
 }
 
-static int refresh(struct resolver *r, struct names *nc, uint64_t *reread_n, uint64_t *budget)
+/* ---- building from the walk ---- */
+
+struct collect {
+	struct nidx *x;
+	int (*visit)(struct resolver *r, const struct walk_entry *e, void *ctx);
+	void *ctx;
+};
+
+static const unsigned char ft_dt[] = {
+	DT_UNKNOWN, DT_REG, DT_DIR, DT_LNK, DT_CHR, DT_BLK, DT_FIFO, DT_SOCK,
+};
+
+static int collect_visit(struct resolver *r, const struct walk_entry *e, void *ctx)
 {
-	struct dpar p = { 0 };
-	uint64_t *pend = NULL;
-	size_t np = 0, pcap = 0;
+	struct collect *c = ctx;
+
+	if (!*e->rel)
+		c->x->root = e->ino;
+	else if (!c->x->failed)
+		nidx_put(c->x, e->dir_ino, e->name, strlen(e->name), e->ino, ft_dt[e->type]);
+	return c->visit ? c->visit(r, e, c->ctx) : 0;
+}
+
+/* ---- re-reading changed directories ---- */
+
+static int name_cmp(const struct nlist *a, const struct nent *x, const struct nlist *b,
+		    const struct nent *y)
+{
+	int c = memcmp(NL_NAME(a, x), NL_NAME(b, y), x->len < y->len ? x->len : y->len);
+
+	return c ? c : (x->len > y->len) - (x->len < y->len);
+}
+
+/* Add ino to the list v (a directory to read, or one that lost a name). */
+static void push(uint64_t **v, size_t *n, size_t *cap, uint64_t ino)
+{
+	xgrow((void **)v, cap, *n + 1, sizeof(**v));
+	(*v)[(*n)++] = ino;
+}
+
+struct pending {
+	uint64_t *pend, *gone;
+	size_t np, pcap, ng, gcap;
+};
+
+/*
+ * Re-read directory dir (opened as fd): its entries in the index become
+ * those read, writing only the ones that differ.  A directory among the
+ * new entries is read too (new, moved here, or a reused inode number); a
+ * directory among the entries removed is collected afterwards if nothing
+ * names it any more.
+ */
+static int reread(struct nctx *c, uint64_t dir, int fd, struct pending *p)
+{
+	struct nidx *x = c->x;
+	struct nlist old = { 0 }, cur = { 0 };
+	DIR *dp = fdopendir(fd);
+	struct dirent *de;
+	size_t i = 0, j = 0;
+	int err, dirs = 0;
+
+	if (!dp) {
+		close(fd);
+		return -1;
+	}
+	while ((errno = 0, de = readdir(dp))) {
+		unsigned char t = de->d_type;
+
+		if (de->d_name[0] == '.' && (!de->d_name[1] || (de->d_name[1] == '.' && !de->d_name[2])))
+			continue;
+		if (t == DT_UNKNOWN) {
+			struct stat st;
+
+			if (fstatat(dirfd(dp), de->d_name, &st, AT_SYMLINK_NOFOLLOW))
+				continue;
+			t = S_ISDIR(st.st_mode) ? DT_DIR : S_ISREG(st.st_mode) ? DT_REG :
+			    S_ISLNK(st.st_mode) ? DT_LNK : DT_UNKNOWN;
+		}
+		nl_add(&cur, dir, de->d_name, strlen(de->d_name), de->d_ino, t);
+	}
+	err = errno;
+	closedir(dp);
+	if (err || nidx_list(x, dir, &old)) {
+		nl_free(&cur);
+		nl_free(&old);
+		return -1;
+	}
+	nl_sort(&cur);
+	nl_sort(&old);
+	while (!x->failed && (i < old.n || j < cur.n)) {
+		const struct nent *o = i < old.n ? &old.v[i] : NULL;
+		const struct nent *n = j < cur.n ? &cur.v[j] : NULL;
+		int d = !o ? 1 : !n ? -1 : name_cmp(&old, o, &cur, n);
+
+		/* A name read twice (never, but cheap to be sure of). */
+		if (n && j && !name_cmp(&cur, n, &cur, &cur.v[j - 1])) {
+			j++;
+			continue;
+		}
+		if (d < 0 || (!d && (o->ino != n->ino || o->dtype != n->dtype))) {
+			/* Gone, or naming another inode now. */
+			nidx_del(x, dir, NL_NAME(&old, o), o->len);
+			if (o->dtype == DT_DIR) {
+				push(&p->gone, &p->ng, &p->gcap, o->ino);
+				dirs = 1;
+			}
+		}
+		if (d > 0 || (!d && (o->ino != n->ino || o->dtype != n->dtype))) {
+			nidx_put(x, dir, NL_NAME(&cur, n), n->len, n->ino, n->dtype);
+			if (n->dtype == DT_DIR) {
+				if (!u64set_has(&c->fresh, n->ino))
+					push(&p->pend, &p->np, &p->pcap, n->ino);
+				dirs = 1;
+			}
+		}
+		i += d <= 0;
+		j += d >= 0;
+	}
+	nl_free(&cur);
+	nl_free(&old);
+	/* Paths through the directories that moved are not known any more. */
+	if (dirs)
+		memo_clear(c);
+	return x->failed ? -1 : 0;
+}
+
+/* A directory that lost its name: if nothing names it now, its entries
+ * go, and so do those of its subdirectories that nothing else names. */
+static int collect_gone(struct nctx *c, struct pending *p)
+{
+	struct nlist tmp = { 0 };
+
+	while (p->ng && !c->x->failed) {
+		uint64_t ino = p->gone[--p->ng];
+
+		tmp.n = tmp.alen = 0;
+		if (nidx_by_ino(c->x, ino, 1, 1, &tmp) || tmp.n)
+			continue;
+		nidx_del_dir(c->x, ino, &p->gone, &p->ng, &p->gcap);
+	}
+	nl_free(&tmp);
+	return c->x->failed ? -1 : 0;
+}
+
+/* Whether the index knows ino as a directory (an entry of type DT_DIR
+ * names it, or it has entries): 1, 0, -1. */
+static int known_dir(struct nidx *x, uint64_t ino)
+{
+	struct nlist tmp = { 0 };
+	int rc = nidx_by_ino(x, ino, 1, 1, &tmp);
+
+	if (!rc)
+		rc = tmp.n ? 1 : nidx_has_entries(x, ino);
+	nl_free(&tmp);
+	return rc;
+}
+
+/*
+ * Re-read the directories among the results, and new ones.  0 when done;
+ * 1 when some directory could not be reached by its indexed path, or on an
+ * index error (the caller walks instead).
+ */
+static int refresh(struct nctx *c, uint64_t *reread_n, uint64_t *budget)
+{
+	struct resolver *r = c->r;
+	struct pending p = { 0 };
 	int progress = 1, rc = 0;
 	struct stat mst;
 	dev_t mdev;
@@ -346,48 +395,47 @@ static int refresh(struct resolver *r, struct names *nc, uint64_t *reread_n, uin
 	if (fstat(r->mnt_fd, &mst))
 		return 1;
 	mdev = mst.st_dev;
-	dpar_build(&p, nc);
-	for (size_t i = 0; i < r->res.cap; i++) {
+	for (size_t i = 0; i < r->res.cap && !rc; i++) {
 		const struct item *it = r->res.tab[i];
+		int k;
 
 		if (!it || !it->reasons || it->root)
 			continue;
-		/* A directory by its inode, or by what the cache knows. */
-		if (it->type == FT_DIR || nc_find(nc, it->ino)) {
-			xgrow((void **)&pend, &pcap, np + 1, sizeof(*pend));
-			pend[np++] = it->ino;
-		}
+		/* A directory by its inode, or by what the index knows. */
+		k = it->type == FT_DIR ? 1 : known_dir(c->x, it->ino);
+		if (k < 0)
+			rc = 1;
+		else if (k)
+			push(&p.pend, &p.np, &p.pcap, it->ino);
 	}
-	while (np && progress) {
+	while (!rc && p.np && progress) {
 		size_t keep = 0;
 
 		progress = 0;
-		for (size_t i = 0; i < np; i++) {
-			uint64_t ino = pend[i];
-			struct ndir *d = nc_get(nc, ino);
-			char *rel;
+		for (size_t i = 0; i < p.np; i++) {
+			uint64_t ino = p.pend[i];
+			const char *rel;
 			int fd;
 			struct stat st;
 
-			if (d->fresh) {
+			if (u64set_has(&c->fresh, ino)) {
 				progress = 1;
 				continue;
 			}
-			rel = dir_rel(nc, &p, ino);
-			if (rel && spend(budget, rel)) {
-				free(rel);
+			rel = dir_rel(c, ino);
+			if (c->x->failed || (rel && spend(budget, rel))) {
 				rc = 1;
 				break;
 			}
 			fd = rel ? rel_open(r->mnt_fd, rel, O_RDONLY | O_DIRECTORY) : -1;
-			free(rel);
 			if (fd < 0 || fstat(fd, &st) || st.st_ino != ino || st.st_dev != mdev) {
 				if (fd >= 0)
 					close(fd);
-				pend[keep++] = ino;	/* its parent first */
+				p.pend[keep++] = ino;	/* its parent first */
 				continue;
 			}
-			if (reread(nc, &p, d, fd, &pend, &np, &pcap)) {
+			u64set_add(&c->fresh, ino);
+			if (reread(c, ino, fd, &p)) {
 				rc = 1;
 				break;
 			}
@@ -396,90 +444,91 @@ static int refresh(struct resolver *r, struct names *nc, uint64_t *reread_n, uin
 		}
 		if (rc)
 			break;
-		np = keep;
+		p.np = keep;
 	}
+	if (!rc && collect_gone(c, &p))
+		rc = 1;
+	if (!rc)
+		memo_clear(c);
 	/*
 	 * Left over: directories no chain of entries reaches any more
 	 * (deleted, their parent re-read), which is fine; or ones whose path
 	 * does not lead to them, which is not.
 	 */
-	for (size_t i = 0; i < np && !rc; i++) {
-		char *rel = dir_rel(nc, &p, pend[i]);
-
-		if (rel)
+	for (size_t i = 0; i < p.np && !rc; i++)
+		if (dir_rel(c, p.pend[i]) || c->x->failed)
 			rc = 1;
-		free(rel);
-	}
-	free(pend);
-	dpar_free(&p);
+	free(p.pend);
+	free(p.gone);
 	return rc;
 }
 
-/* Every path of every listed inode, from the cache; checked with a stat. */
-static int cache_paths(struct resolver *r, struct names *nc, uint64_t *dropped, uint64_t *budget)
-{
-	int rc = 0;
-	struct dpar p = { 0 };
-	struct item *rootit = res_find(&r->res, 0, nc->root);
-	/* A filter of the listed inodes: most entries are not among them. */
-	size_t fbits = 1 << 16;
-	uint64_t *filter;
+/* ---- naming the listed inodes ---- */
 
-	while (fbits < r->res.n * 16 && fbits < ((size_t)1 << 30))
-		fbits *= 2;
-	filter = xcalloc(fbits / 64, sizeof(*filter));
+static int by_dir(const void *pa, const void *pb)
+{
+	const struct nent *a = pa, *b = pb;
+
+	return (a->dir > b->dir) - (a->dir < b->dir);
+}
+
+/* Every path of every listed inode, from the index; each checked with a
+ * stat (an entry that names another inode now is dropped). */
+static int index_paths(struct nctx *c, uint64_t *dropped, uint64_t *budget)
+{
+	struct resolver *r = c->r;
+	struct nlist all = { 0 };
+	struct item *rootit = res_find(&r->res, 0, c->x->root);
+	int rc = 0;
+
+	if (rootit && rootit->reasons)
+		item_add_path(rootit, "");
 	for (size_t i = 0; i < r->res.cap; i++) {
 		const struct item *it = r->res.tab[i];
 
-		if (it && it->reasons && !it->root) {
-			size_t b = ht_hash_u64(it->ino) & (fbits - 1);
-
-			filter[b / 64] |= 1ull << (b % 64);
+		if (it && it->reasons && !it->root && it->ino != c->x->root &&
+		    nidx_by_ino(c->x, it->ino, 0, SIZE_MAX, &all)) {
+			nl_free(&all);
+			return 1;
 		}
 	}
-	dpar_build(&p, nc);
-	if (rootit && rootit->reasons)
-		item_add_path(rootit, "");
-	for (size_t i = 0; i < nc->n; i++) {
-		const struct ndir *d = &nc->d[i];
-		char *base = NULL;
-		int have_base = 0, dfd = -1;
+	/* By directory: each directory's path is looked up and opened once. */
+	if (all.n > 1)
+		qsort(all.v, all.n, sizeof(*all.v), by_dir);
+	for (size_t i = 0; i < all.n && !rc;) {
+		uint64_t dir = all.v[i].dir;
+		const char *base = dir_rel(c, dir);
+		size_t end = i, bl;
+		int dfd = -1;
+		char *rel = NULL;
+		size_t rcap = 0;
 
-		for (uint32_t k = 0; k < d->n && !rc; k++) {
-			size_t b = ht_hash_u64(d->e[k].ino) & (fbits - 1);
-			struct item *it;
-			char *rel;
-			size_t bl;
+		while (end < all.n && all.v[end].dir == dir)
+			end++;
+		if (c->x->failed || (base && spend(budget, base))) {
+			rc = 1;
+			break;
+		}
+		if (!base) {
+			i = end;	/* an unreachable (stale) directory */
+			continue;
+		}
+		bl = strlen(base);
+		dfd = rel_open(r->mnt_fd, base, O_PATH | O_DIRECTORY);
+		for (; i < end; i++) {
+			const struct nent *e = &all.v[i];
+			struct item *it = res_find(&r->res, 0, e->ino);
+			size_t o = bl;
 			struct stat st;
 
-			if (!(filter[b / 64] & 1ull << (b % 64)))
-				continue;
-			it = res_find(&r->res, 0, d->e[k].ino);
-			if (!it || !it->reasons)
-				continue;
-			if (!have_base) {
-				/* The directory, opened once for its entries'
-				 * checks (its path's lookups paid once). */
-				base = dir_rel(nc, &p, d->ino);
-				have_base = 1;
-				if (base && spend(budget, base)) {
-					rc = 1;
-					break;
-				}
-				if (base)
-					dfd = rel_open(r->mnt_fd, base, O_PATH | O_DIRECTORY);
-			}
-			if (!base)
-				break;	/* an unreachable (stale) directory */
-			bl = strlen(base);
-			rel = xmalloc(bl + d->e[k].len + 2);
+			xgrow((void **)&rel, &rcap, bl + e->len + 2, 1);
 			memcpy(rel, base, bl);
 			if (bl)
-				rel[bl++] = '/';
-			memcpy(rel + bl, nc->arena + d->e[k].name, d->e[k].len);
-			rel[bl + d->e[k].len] = 0;
+				rel[o++] = '/';
+			memcpy(rel + o, NL_NAME(&all, e), e->len);
+			rel[o + e->len] = 0;
 			if (dfd < 0 ? !rel_lstat(r->mnt_fd, rel, &st) :
-			    !fstatat(dfd, rel + bl, &st, AT_SYMLINK_NOFOLLOW)) {
+			    !fstatat(dfd, rel + o, &st, AT_SYMLINK_NOFOLLOW)) {
 				if (st.st_ino == it->ino) {
 					item_add_path(it, rel);
 					if (it->type == FT_UNKNOWN)
@@ -493,92 +542,114 @@ static int cache_paths(struct resolver *r, struct names *nc, uint64_t *dropped, 
 				/* Cannot be checked: listed, conservatively. */
 				item_add_path(it, rel);
 			}
-			free(rel);
 		}
+		free(rel);
 		if (dfd >= 0)
 			close(dfd);
-		free(base);
-		if (rc)
-			break;
 	}
-	free(filter);
-	dpar_free(&p);
+	nl_free(&all);
 	return rc;
+}
+
+static void clear_paths(struct resolver *r)
+{
+	for (size_t i = 0; i < r->res.cap; i++)
+		if (r->res.tab[i])
+			item_clear_paths(r->res.tab[i]);
+}
+
+/* Commit the index for the run's epoch; a note when it cannot be. */
+static void save(struct resolver *r, struct nidx *x)
+{
+	size_t l = strlen(r->st.cache);
+
+	x->epoch = r->current_epoch;
+	if (nidx_close(x, 1))
+		snprintf(r->st.cache + l, sizeof(r->st.cache) - l, "%snot saved", l ? "; " : "");
 }
 
 int resolve_names(struct resolver *r,
 		  int (*visit)(struct resolver *r, const struct walk_entry *e, void *ctx),
 		  void *ctx)
 {
-	struct names *nc = NULL;
-	struct collect c = { 0 };
+	struct nidx x;
+	struct nctx c = { .r = r, .x = &x };
+	struct collect col = { .x = &x, .visit = visit, .ctx = ctx };
 	uint64_t reread_n = 0, dropped = 0;
 	int use = !cache_off() && !visit && !strcmp(r->mnt_root ? r->mnt_root : "/", "/");
+	struct stat st;
 	int rc;
 
-	if (use)
-		nc = cache_load(r);
-	if (nc && (nc->epoch < r->since || nc->epoch > r->current_epoch)) {
+	if (!use || nidx_open(r, &x))
+		return walk_tree(r, visit, ctx);
+	if (x.usable && (x.epoch < r->since || x.epoch > r->current_epoch)) {
 		snprintf(r->st.cache, sizeof(r->st.cache), "from epoch %llu: not usable since %llu, rebuilt",
-			 (unsigned long long)nc->epoch, (unsigned long long)r->since);
-		nc_free(nc);
-		nc = NULL;
+			 (unsigned long long)x.epoch, (unsigned long long)r->since);
+		x.usable = 0;
 	}
-	if (nc) {
-		size_t entries = 0, listed = 0;
+	if (x.usable && (fstat(r->mnt_fd, &st) || st.st_ino != x.root)) {
+		snprintf(r->st.cache, sizeof(r->st.cache), "of another root directory: rebuilt");
+		x.usable = 0;
+	}
+	if (x.usable) {
+		size_t listed = 0;
+		uint64_t budget = WALK_MIN + 4 * x.entries;
+		int walk;
 
-		for (size_t i = 0; i < nc->n; i++)
-			entries += nc->d[i].n;
 		for (size_t i = 0; i < r->res.cap; i++)
 			listed += r->res.tab[i] && r->res.tab[i]->reasons && !r->res.tab[i]->root;
-		if (entries >= WALK_MIN && listed > entries / WALK_RATIO) {
-			snprintf(r->st.cache, sizeof(r->st.cache),
-				 "not used: %zu inodes to name of %zu entries, a walk is cheaper: walked",
-				 listed, entries);
-			nc_free(nc);
-			nc = NULL;
+		/* Many to name: a walk is cheaper (the index is still kept
+		 * current, from the changed directories alone). */
+		walk = x.entries >= WALK_MIN && listed > x.entries / WALK_RATIO;
+		if (!refresh(&c, &reread_n, &budget) &&
+		    (walk || !index_paths(&c, &dropped, &budget))) {
+			rc = walk ? walk_tree(r, NULL, NULL) : RX_OK;
+			if (walk)
+				snprintf(r->st.cache, sizeof(r->st.cache),
+					 "updated (from epoch %llu): %llu directories re-read; not used to name: %zu inodes of %llu entries, a walk is cheaper: walked",
+					 (unsigned long long)x.epoch, (unsigned long long)reread_n, listed,
+					 (unsigned long long)x.entries);
+			else {
+				r->st.dirs_walked = reread_n;
+				snprintf(r->st.cache, sizeof(r->st.cache),
+					 "used (from epoch %llu): %llu directories re-read, %llu stale paths dropped, %llu index lookups",
+					 (unsigned long long)x.epoch, (unsigned long long)reread_n,
+					 (unsigned long long)dropped, (unsigned long long)x.looked);
+			}
+			memo_clear(&c);
+			u64set_free(&c.fresh);
+			if (rc)
+				nidx_close(&x, 0);
+			else
+				save(r, &x);
+			return rc;
 		}
-	}
-	if (nc) {
-		struct stat st;
-		uint64_t budget = WALK_MIN;
-
-		/* Lookups by path: not more than a walk would cost. */
-		for (size_t i = 0; i < nc->n; i++)
-			budget += 4 * (uint64_t)nc->d[i].n;
-		if (!fstat(r->mnt_fd, &st) && st.st_ino == nc->root &&
-		    !refresh(r, nc, &reread_n, &budget) && !cache_paths(r, nc, &dropped, &budget)) {
-			r->st.dirs_walked = reread_n;
-			snprintf(r->st.cache, sizeof(r->st.cache),
-				 "used (from epoch %llu): %llu directories re-read, %llu stale paths dropped",
-				 (unsigned long long)nc->epoch, (unsigned long long)reread_n,
-				 (unsigned long long)dropped);
-			nc->epoch = r->current_epoch;
-			cache_save(r, nc);
-			nc_free(nc);
-			return RX_OK;
-		}
-		snprintf(r->st.cache, sizeof(r->st.cache),
-			 "not usable (a directory moved out of reach, or paths too deep to look up): walked");
-		nc_free(nc);
+		snprintf(r->st.cache, sizeof(r->st.cache), "%s: walked, rebuilt",
+			 x.failed ? "not usable (damaged)" :
+			 "not usable (a directory moved out of reach, or paths too deep to look up)");
+		memo_clear(&c);
+		u64set_free(&c.fresh);
 		/* Paths may have been added: start over. */
-		for (size_t i = 0; i < r->res.cap; i++) {
-			struct item *it = r->res.tab[i];
-
-			if (it)
-				item_clear_paths(it);
-		}
+		clear_paths(r);
+	} else if (!r->st.cache[0] && x.why[0]) {
+		snprintf(r->st.cache, sizeof(r->st.cache), "%s", x.why);
 	}
-	if (!use)
+	if (nidx_clear(&x)) {
+		nidx_close(&x, 0);
 		return walk_tree(r, visit, ctx);
-	c.nc = xcalloc(1, sizeof(*c.nc));
-	c.visit = visit;
-	c.ctx = ctx;
-	rc = walk_tree(r, collect_visit, &c);
-	if (!rc) {
-		c.nc->epoch = r->current_epoch;
-		cache_save(r, c.nc);
 	}
-	nc_free(c.nc);
-	return rc;
+	rc = walk_tree(r, collect_visit, &col);
+	if (rc || nidx_finish_build(&x)) {
+		nidx_close(&x, 0);
+		return rc;
+	}
+	{
+		size_t l = strlen(r->st.cache);
+
+		snprintf(r->st.cache + l, sizeof(r->st.cache) - l, "%swritten (epoch %llu, %llu entries)",
+			 l ? "; " : "", (unsigned long long)r->current_epoch,
+			 (unsigned long long)x.entries);
+	}
+	save(r, &x);
+	return RX_OK;
 }

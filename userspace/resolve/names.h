@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 OR MIT */
 /*
- * The name cache (names.c: built from the walk, refreshed from the changed
- * directories; namecache.c: its file, format and safety checks).
+ * The name index (names.c: built from the walk, refreshed from the changed
+ * directories, looked up by inode; nameindex.c: its SQLite file, trust
+ * rules and queries).
  */
 #ifndef CHJ_RESOLVE_NAMES_H
 #define CHJ_RESOLVE_NAMES_H
@@ -12,55 +13,81 @@
 
 #include "resolve.h"
 
+/* One directory entry: its directory, name (at offset name of the list's
+ * arena, not NUL-terminated), inode, DT_* type. */
 struct nent {
-	uint64_t ino;
-	uint32_t name;		/* offset in the arena */
+	uint64_t dir, ino;
+	uint32_t name;
 	uint16_t len;
 	uint8_t dtype;
 };
 
-struct ndir {
-	uint64_t ino;
-	struct nent *e;
-	uint32_t n;
-	int fresh;		/* read in this run */
-	int stored;		/* loaded from the cache file */
-};
-
-struct names {
-	struct ndir *d;
+struct nlist {
+	struct nent *v;
 	size_t n, cap;
-	struct htab idx;	/* d's index by directory inode */
-	char *arena;
+	char *a;
 	size_t alen, acap;
-	uint64_t root;
-	uint64_t epoch;
-	/* Loaded from a file that still holds exactly these entries: only
-	 * the header needs rewriting. */
-	int loaded, dirty;
-	dev_t fdev;
-	ino_t fino;
-	off_t fsize;
-	uint64_t blen;
-	uint32_t bcrc;
 };
 
-/* The in-memory cache (names.c). */
-struct ndir *nc_find(const struct names *nc, uint64_t ino);
-struct ndir *nc_get(struct names *nc, uint64_t ino);
-void nc_add(struct names *nc, struct ndir *d, size_t *cap, uint64_t ino, const char *name,
-	    size_t len, uint8_t dtype);
-void nc_free(struct names *nc);
+#define NL_NAME(l, e) ((l)->a + (e)->name)
+void nl_add(struct nlist *l, uint64_t dir, const char *name, size_t len, uint64_t ino,
+	    uint8_t dtype);
+void nl_free(struct nlist *l);
+/* Sort by name (bytewise, then length: the index's order). */
+void nl_sort(struct nlist *l);
 
-/* The cache file (namecache.c). */
+/* An open name index (nameindex.c).  Every call below runs inside the
+ * run's one transaction; any SQLite error or row this code would not have
+ * written sets failed, and the caller walks instead. */
+struct nidx {
+	void *db;			/* sqlite3 * */
+	char path[4200];
+	char ident[200];		/* the identity it must hold */
+	void *q[8];			/* prepared statements */
+	int usable;			/* holds a tree of this filesystem */
+	int failed;
+	uint64_t epoch, root, entries;
+	/* statistics of the run */
+	uint64_t looked, inserted, deleted;
+	char why[120];
+};
+
 int cache_off(void);
-/* The directory of the cache and the state store, and an fd of it when it
- * is safe (root's, writable by nobody else); -1 otherwise (warned). */
+/* The directory of the name index and the state store, and an fd of it
+ * when it is safe (root's, writable by nobody else); -1 otherwise
+ * (warned). */
 const char *cache_dir(void);
 int cache_dir_open(struct resolver *r, int create);
-/* The cache of this device, if usable (else NULL; unsafe ones warned). */
-struct names *cache_load(struct resolver *r);
-/* Write it (only the header when the entries are those loaded). */
-void cache_save(struct resolver *r, struct names *nc);
+
+/* Open (or create) the index of this device inside a write transaction:
+ * 0, x->usable when it holds a tree of this filesystem; -1 when it is not
+ * to be used or touched (unsafe: warned). */
+int nidx_open(struct resolver *r, struct nidx *x);
+/* Commit (with epoch, root, entry count) or roll back; closes. */
+int nidx_close(struct nidx *x, int commit);
+/* Empty it for a rebuild (a walk), dropping its tables (or the file's
+ * content) when SQLite cannot delete the rows; -1 on error. */
+int nidx_clear(struct nidx *x);
+/* The rebuild's last step: the by-inode index (built sorted, at once). */
+int nidx_finish_build(struct nidx *x);
+
+/* The entries naming ino (only directory entries: dirs_only), at most max,
+ * appended to l.  -1 (failed) on error. */
+int nidx_by_ino(struct nidx *x, uint64_t ino, int dirs_only, size_t max, struct nlist *l);
+/* The entries of directory dir, appended to l. */
+int nidx_list(struct nidx *x, uint64_t dir, struct nlist *l);
+/* Whether directory dir has any entry recorded: 1, 0, or -1. */
+int nidx_has_entries(struct nidx *x, uint64_t dir);
+/* Add or replace one entry (entries counts one more: replace with
+ * nidx_del first); delete one (entries counts those deleted). */
+int nidx_put(struct nidx *x, uint64_t dir, const char *name, size_t len, uint64_t ino,
+	     uint8_t dtype);
+int nidx_del(struct nidx *x, uint64_t dir, const char *name, size_t len);
+/* Delete every entry of dir; the subdirectories among them in *sub. */
+int nidx_del_dir(struct nidx *x, uint64_t dir, uint64_t **sub, size_t *nsub, size_t *subcap);
+/* For the fuzz harness: open the file at path as an index of an all-zero
+ * identity, look up inodes 1-64 (the entries found appended to l, their
+ * count returned), update it as a run would, then rebuild it. */
+long nidx_fuzz_file(const char *path, struct nlist *l);
 
 #endif

@@ -346,12 +346,10 @@ int walk_tree(struct resolver *r,
 	      void *ctx);
 
 /*
- * names.c: every path of every listed inode (root 0), from the name cache
- * updated from the changed directories, or from a walk (which rebuilds the
- * cache).  With visit, always the walk (visit as for walk_tree).
+ * names.c: every path of every listed inode (root 0), from the name index
+ * (nameindex.c) updated from the changed directories, or from a walk
+ * (which rebuilds the index).  With visit, always the walk (visit as for walk_tree).
  */
-/* The name-cache file's body parser alone (fuzz harness): dirs or -1. */
-long names_parse_body(const unsigned char *buf, size_t len);
 int resolve_names(struct resolver *r,
 		  int (*visit)(struct resolver *r, const struct walk_entry *e, void *ctx),
 		  void *ctx);

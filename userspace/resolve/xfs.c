@@ -440,8 +440,7 @@ static int current_epoch_logged(struct xctx *x, char *why, size_t wlen)
 		snprintf(why, wlen, "the current epoch's marks cannot be read (%s)", r->err);
 		rc = -1;
 	} else if (marked.n) {
-		struct xlog_out lo = { x, log_inode_now, log_range_now, 0, 0, 0, 0, 0, NULL, 0, 0,
-				       { NULL, 0, 0, 0 } };
+		struct xlog_out lo = { .ctx = x, .inode = log_inode_now, .range = log_range_now };
 
 		if (xlog_scan(r, &x->g, &marked, &lo)) {
 			snprintf(why, wlen, "the log since the checkpoint cannot be read (%s)", r->err);
