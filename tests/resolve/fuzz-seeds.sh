@@ -3,8 +3,8 @@
 # Seed inputs for chj-resolve's fuzz harnesses (userspace/fuzz/fuzz_*.c),
 # taken from real filesystems: an ext4 image with extent-mapped, deep and
 # block-mapped files (ext4map), its journal after some transactions (jbd2),
-# an XFS superblock (xfs_sb) and the start of a live XFS log (xfslog), and
-# a small name index (names), and a btrfs search result (btrfs).
+# an XFS superblock (xfs_sb), the start of a live XFS log (xfslog),
+# a small name index (names) and a btrfs search result (btrfs).
 # Needs root and loop devices (the XFS log is
 # taken from a mounted filesystem).  Writes userspace/fuzz/seeds/NAME/.
 #
