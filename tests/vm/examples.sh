@@ -5,7 +5,7 @@
 # written inside), then an incremental run of each, verified against the
 # source: the rsync mirror and the image backups equal it byte for byte, the
 # tar and restic increments hold every changed file.
-# vm-disks: 32M 256M
+# vm-disks: 32M 64M
 # vm-timeout: 400
 # shellcheck source=tests/vm/lib.sh disable=SC1091
 . "$CHJ_ROOT/tests/vm/lib.sh"
