@@ -107,29 +107,41 @@ writes_flowing() {
 	until [ "$(awk '{ print $5 }' "$stat")" -gt $((w0 + 50)) ]; do sleep 0.05; done
 }
 
-# writes_log N OFFSET_KiB: N 4 KiB writes of distinct content, one per
-# region from OFFSET on, each recorded in /tmp/ok when dd says it succeeded.
-writes_log() {
-	local i
-	: >/tmp/ok
-	for i in $(seq 0 $(($1 - 1))); do
-		printf 'block %d %s\n' "$i" "$RANDOM$RANDOM" | dd of=/tmp/blk bs=4096 conv=sync status=none
-		if dd if=/tmp/blk of=/dev/mapper/c bs=4096 seek=$(($2 / 4 + i)) oflag=direct \
-			conv=notrunc status=none 2>/dev/null; then
-			echo "$i $(sha256sum </tmp/blk)" >>/tmp/ok
-		fi
-	done
-}
-
-# readback OFFSET_KiB DEV: every write /tmp/ok recorded reads back from DEV.
-readback() {
-	local i sum got n=0
-	while read -r i sum _; do
-		got=$(dd if="$2" bs=4096 skip=$(($1 / 4 + i)) count=1 iflag=direct status=none | sha256sum)
-		[ "$got" = "$sum  -" ] || fail "write $i was acknowledged but reads back different"
-		n=$((n + 1))
-	done </tmp/ok
-	echo $n
+# write_until_fail DEV OFFSET_KiB: 4 KiB O_DIRECT writes of distinct content,
+# one per region from OFFSET on, in one process (a dd per write spent half
+# a minute under TCG), until 20 in a row fail (fail mode) or 60 s or 12288
+# writes have passed; then every acknowledged write is read back and
+# compared.  The writes are paced (one per 5 ms): unpaced, all of them fit
+# in flakey's first 2 s up interval, and the metadata writes they cause
+# (chunk marks, the cleaner's) must also fall in a down interval.  Prints
+# "ACKED FAILED"; exits 1 when an acknowledged write reads back different.
+write_until_fail() {
+	python3 - "$1" "$2" <<'EOF'
+import mmap, os, sys, time
+dev, off = sys.argv[1], int(sys.argv[2]) * 1024
+buf = mmap.mmap(-1, 4096)
+fd = os.open(dev, os.O_RDWR | os.O_DIRECT)
+acked, failed, run, end = [], 0, 0, time.monotonic() + 60
+for i in range(12288):
+    if run >= 20 or time.monotonic() > end:
+        break
+    data = (b'block %d %d\n' % (i, time.monotonic_ns())).ljust(4096, b'\0')
+    buf[:] = data
+    try:
+        os.pwrite(fd, buf, off + i * 4096)
+        acked.append((i, data))
+        run = 0
+    except OSError:
+        failed += 1
+        run += 1
+    time.sleep(0.005)
+for i, data in acked:
+    os.preadv(fd, [buf], off + i * 4096)
+    if buf[:] != data:
+        print('write %d was acknowledged but reads back different' % i)
+        sys.exit(1)
+print(len(acked), failed)
+EOF
 }
 
 brd_setup 2 65536
@@ -199,9 +211,9 @@ log "=== dm-flakey error_writes windows on the metadata under load"
 fresh
 dmsetup load md --table "0 $(sectors /dev/ram1) flakey /dev/ram1 0 2 1 1 error_writes"
 dmsetup resume md
-writes_log 200 4096
-n=$(readback 4096 /dev/mapper/c)
-log "$n of 200 writes acknowledged before fail mode; all read back"
+out=$(write_until_fail /dev/mapper/c 4096) || fail "error_writes: $out"
+read -r n nfail <<<"$out"
+log "$n writes acknowledged before fail mode, $nfail failed; all read back"
 assert_eq fail "$(status_mode c)" "mode after error_writes"
 under md "$(meta_table linear)"
 assert_eq "$(st c nr)" "$(st c marked)" "the reloaded epoch is marked-all"
