@@ -4,7 +4,9 @@
  * parses it, store.c reads its meta values, snapshots and hash rows.  The
  * file is root's own, but a damaged one must only ever mean "rebuild, list
  * conservatively".  Oracle beyond the sanitizers: each of the 64 lookups
- * matches at most once (a store with two rows for one epoch matches none).
+ * matches at most once (a store with two rows for one epoch matches none);
+ * store_open_keys (the open rows XFS closes when their entries are gone)
+ * returns nothing on an error, else one key per open row.
  */
 #include <stdint.h>
 #include <stdio.h>

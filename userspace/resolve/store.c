@@ -734,6 +734,33 @@ int store_fuzz_file(const char *path)
 				-1, (sqlite3_stmt **)&s.q_get, NULL))
 		for (uint64_t ino = 0; ino < 64; ino++)
 			n += store_same(&s, 0, ino, h);
+	/*
+	 * The open rows' keys (XFS closes those gone): on an error nothing
+	 * returned, else one key per row SQLite counts (> 64: the harness
+	 * aborts).
+	 */
+	if (s.db) {
+		uint64_t *k = NULL;
+		size_t nk = 0;
+		sqlite3_stmt *q = NULL;
+		long long rows = -1;
+
+		if (store_open_keys(&s, 0, &k, &nk)) {
+			if (k || nk)
+				n = 1000;
+		} else if (!sqlite3_prepare_v2(s.db,
+				"SELECT count(*) FROM rec WHERE root = 0 AND until_e = ?1", -1, &q,
+				NULL)) {
+			sqlite3_bind_int64(q, 1, ST_OPEN);
+			if (sqlite3_step(q) == SQLITE_ROW)
+				rows = sqlite3_column_int64(q, 0);
+			if (rows >= 0 && (size_t)rows != nk)
+				n = 1000;
+		}
+		if (q)
+			sqlite3_finalize(q);
+		free(k);
+	}
 	store_close(&s);
 	return n;
 }

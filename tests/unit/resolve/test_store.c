@@ -235,6 +235,63 @@ START_TEST(store_foreign_damaged_unsafe)
 }
 END_TEST
 
+/* The open rows' keys of one root: closed rows, other roots left out. */
+START_TEST(store_open_keys_rows)
+{
+	struct store s, off;
+	uint64_t *k = (uint64_t *)1;
+	size_t n = 99;
+	char path[4200];
+	int seen = 0;
+
+	if (geteuid())
+		return;
+	/* No store (off): an error, nothing returned. */
+	memset(&off, 0, sizeof(off));
+	ck_assert_int_eq(store_open_keys(&off, 0, &k, &n), -1);
+	ck_assert_ptr_null(k);
+	ck_assert_uint_eq(n, 0);
+
+	store_open(&r, &s, "xfs test");
+	ck_assert_ptr_nonnull(s.db);
+	snprintf(path, sizeof(path), "%s", s.path);
+	/* A fresh store: no keys. */
+	ck_assert_int_eq(store_open_keys(&s, 7, &k, &n), 0);
+	ck_assert_uint_eq(n, 0);
+	free(k);
+	store_close(&s);
+	sql(path, "INSERT INTO snap VALUES(2);"
+		  "INSERT INTO rec VALUES(7, 100, 1, 4611686018427387904, NULL);"
+		  "INSERT INTO rec VALUES(7, 101, 1, 2, NULL);"
+		  "INSERT INTO rec VALUES(7, 102, 2, 4611686018427387904, x'00');"
+		  "INSERT INTO rec VALUES(8, 103, 1, 4611686018427387904, NULL);");
+	store_open(&r, &s, "xfs test");
+	ck_assert_int_eq(store_open_keys(&s, 7, &k, &n), 0);
+	ck_assert_uint_eq(n, 2);
+	for (size_t i = 0; i < n; i++) {
+		ck_assert(k[i] == 100 || k[i] == 102);
+		seen |= k[i] == 100 ? 1 : 2;
+	}
+	ck_assert_int_eq(seen, 3);
+	free(k);
+	ck_assert_int_eq(store_open_keys(&s, 8, &k, &n), 0);
+	ck_assert_uint_eq(n, 1);
+	ck_assert_uint_eq(k[0], 103);
+	free(k);
+	store_close(&s);
+	/* The table gone under an open store: an error, nothing returned. */
+	store_open(&r, &s, "xfs test");
+	ck_assert_ptr_nonnull(s.db);
+	sql(path, "DROP TABLE rec;");
+	k = (uint64_t *)1;
+	n = 99;
+	ck_assert_int_eq(store_open_keys(&s, 7, &k, &n), -1);
+	ck_assert_ptr_null(k);
+	ck_assert_uint_eq(n, 0);
+	store_close(&s);
+}
+END_TEST
+
 Suite *suite_store(void)
 {
 	Suite *s = suite_create("store");
@@ -245,6 +302,7 @@ Suite *suite_store(void)
 	tcase_add_test(t, store_lifecycle);
 	tcase_add_test(t, store_two_rows);
 	tcase_add_test(t, store_foreign_damaged_unsafe);
+	tcase_add_test(t, store_open_keys_rows);
 	suite_add_tcase(s, t);
 	return s;
 }
