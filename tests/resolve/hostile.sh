@@ -14,7 +14,8 @@
 #   unowned  (ext4) a changed block allocated to no inode: exit 3 (it was
 #            counted "unattributed" with exit 0);
 #   maps     (ext4) malformed extent trees (a shared leaf, a torn leaf, a
-#            stale checksum): the file listed with reason extent-map, or
+#            stale checksum) and a block map with a shared indirect
+#            block: the file listed with reason extent-map, or
 #            exit 3 (the map was trusted or the inode skipped, exit 0);
 #   outside  (ext4, XFS) a change past the end of a filesystem smaller than
 #            its device: exit 3 (it was "outside the filesystem", exit 0);
@@ -223,7 +224,9 @@ ext4)
 	#   csum    a byte of the first leaf's header (eh_generation, unused
 	#           by ext4) flipped, its checksum left stale (metadata_csum),
 	#           and a block under the third leaf changed (found through an
-	#           intact leaf: only the checksum says the map is incomplete).
+	#           intact leaf: only the checksum says the map is incomplete);
+	#   indirect  a block-mapped file (no extents) whose double-indirect
+	#           block points to one indirect block throughout.
 	# Each: the file listed whole with reason extent-map (exit 0), or exit
 	# 3; never exit 0 without it.  (Before issue 14 the map was trusted or
 	# the inode skipped, exit 0, reasons "data" only.)
@@ -241,17 +244,40 @@ fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
 for i in range(800):
     os.pwrite(fd, b"x" * 4096, i * 8192)' "$work/frag"
 		debugfs -w -R "write $work/frag f" "$img" >/dev/null 2>&1
-		ex=$(debugfs -R "ex f" "$img" 2>/dev/null)
-		etb0=$(echo "$ex" | awk '$1 == "0/" {print $8; exit}')
-		leaf0=$(echo "$ex" | awk '$1 == "1/" {print $8}' | sed -n 1p)
-		leaf1=$(echo "$ex" | awk '$1 == "1/" {print $8}' | sed -n 2p)
-		leaf2=$(echo "$ex" | awk '$1 == "1/" {print $5}' | sed -n 3p)
-		data0=$(echo "$ex" | awk '$1 == "2/" {print $8; exit}')
-		[ -n "$leaf2" ] && data2=$(debugfs -R "bmap f $leaf2" "$img" 2>/dev/null)
-		if [ -z "$etb0" ] || [ -z "$leaf1" ] || [ -z "$data0" ] || [ -z "${data2:-}" ]; then
-			fail "maps: not a depth-2 tree: $(echo "$ex" | head -n 4)"
+		if [ "$what" = indirect ]; then
+			# Block-mapped: the double-indirect block's entries all
+			# set to its first indirect block; logical block 272 (the
+			# first written past 12 + 256) lies under that one.
+			ex=$(debugfs -R "stat f" "$img" 2>/dev/null)
+			etb0=$(echo "$ex" | grep -o '(DIND):[0-9]*' | cut -d: -f2)
+			leaf0=$(echo "$ex" | grep -o '(DIND):[0-9]*, (IND):[0-9]*' | sed 's/.*://')
+			chg=$(debugfs -R "bmap f 272" "$img" 2>/dev/null)
+			if [ -z "$etb0" ] || [ -z "$leaf0" ] || [ -z "$chg" ] || [ "$chg" = 0 ]; then
+				fail "maps: no double-indirect block: $(echo "$ex" | tail -n 4)"
+			fi
+			python3 - "$img" "$etb0" "$leaf0" $bs <<'EOF'
+import struct, sys
+f = open(sys.argv[1], 'r+b'); bs = int(sys.argv[4]); blk = int(sys.argv[2]) * bs
+f.seek(blk); v = struct.unpack('<%dI' % (bs // 4), f.read(bs))
+n = sum(1 for x in v if x)
+assert n > 1, n
+for i in range(1, n):
+    f.seek(blk + 4 * i); f.write(struct.pack('<I', int(sys.argv[3])))
+EOF
+		else
+			ex=$(debugfs -R "ex f" "$img" 2>/dev/null)
+			etb0=$(echo "$ex" | awk '$1 == "0/" {print $8; exit}')
+			leaf0=$(echo "$ex" | awk '$1 == "1/" {print $8}' | sed -n 1p)
+			leaf1=$(echo "$ex" | awk '$1 == "1/" {print $8}' | sed -n 2p)
+			leaf2=$(echo "$ex" | awk '$1 == "1/" {print $5}' | sed -n 3p)
+			data0=$(echo "$ex" | awk '$1 == "2/" {print $8; exit}')
+			data2=
+			[ -z "$leaf2" ] || data2=$(debugfs -R "bmap f $leaf2" "$img" 2>/dev/null)
+			if [ -z "$etb0" ] || [ -z "$leaf1" ] || [ -z "$data0" ] || [ -z "$data2" ]; then
+				fail "maps: not a depth-2 tree: $(echo "$ex" | head -n 4)"
+			fi
+			chg=$data0
 		fi
-		chg=$data0
 		case $what in
 		shared)
 			python3 - "$img" "$etb0" "$leaf0" $bs <<'EOF'
@@ -298,6 +324,7 @@ EOF
 	maps_case shared "-O ^metadata_csum"
 	maps_case torn "-O ^metadata_csum"
 	maps_case csum ""
+	maps_case indirect "-O ^extent,^64bit,^metadata_csum"
 	umount "$mnt"
 	losetup -d "$loop"
 	loop=
