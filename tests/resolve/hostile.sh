@@ -13,6 +13,10 @@
 #            the name cache: a warning, no hang, the same answer;
 #   unowned  (ext4) a changed block allocated to no inode: exit 3 (it was
 #            counted "unattributed" with exit 0);
+#   maps     (ext4) malformed extent trees (a shared leaf, a torn leaf, a
+#            stale checksum) and a block map with a shared indirect
+#            block: the file listed with reason extent-map, or
+#            exit 3 (the map was trusted or the inode skipped, exit 0);
 #   outside  (ext4, XFS) a change past the end of a filesystem smaller than
 #            its device: exit 3 (it was "outside the filesystem", exit 0);
 #   growfs   (XFS) xfs_growfs, then a file in the new allocation groups:
@@ -207,6 +211,125 @@ if [ $uses_cache = 1 ]; then
 	[ -z "$(ls "$CHJ_RESOLVE_CACHE_DIR")" ] || fail "a cache was written to a world-writable directory"
 	chmod 700 "$CHJ_RESOLVE_CACHE_DIR"
 fi
+
+case $fs in
+ext4)
+	# Malformed extent trees, made with debugfs and dd on the unmounted
+	# filesystem (1 KiB blocks: 84 entries a node): file f of 800
+	# 4-block extents is a depth-2 tree (inode -> one index block -> 10
+	# leaves) whose first data block (under the first leaf) changed.
+	#   shared  every index entry points to the first leaf (no checksums,
+	#           so only the shared-node check can see it);
+	#   torn    the second leaf zeroed;
+	#   csum    a byte of the first leaf's header (eh_generation, unused
+	#           by ext4) flipped, its checksum left stale (metadata_csum),
+	#           and a block under the third leaf changed (found through an
+	#           intact leaf: only the checksum says the map is incomplete);
+	#   indirect  a block-mapped file (no extents) whose double-indirect
+	#           block points to one indirect block throughout.
+	# Each: the file listed whole with reason extent-map (exit 0), or exit
+	# 3; never exit 0 without it.  (Before issue 14 the map was trusted or
+	# the inode skipped, exit 0, reasons "data" only.)
+	maps_case() {
+		local what=$1 opt=$2 bs=1024 ex etb0 leaf0 leaf1 leaf2 data0 data2 chg
+		mountpoint -q "$mnt" && umount "$mnt"
+		[ -n "$loop" ] && losetup -d "$loop"
+		rm -f "$img"
+		truncate -s 64M "$img"
+		# shellcheck disable=SC2086
+		mkfs.ext4 -q -F -b $bs $opt "$img"
+		python3 -c '
+import os, sys
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+for i in range(800):
+    os.pwrite(fd, b"x" * 4096, i * 8192)' "$work/frag"
+		debugfs -w -R "write $work/frag f" "$img" >/dev/null 2>&1
+		if [ "$what" = indirect ]; then
+			# Block-mapped: the double-indirect block's entries all
+			# set to its first indirect block; logical block 272 (the
+			# first written past 12 + 256) lies under that one.
+			ex=$(debugfs -R "stat f" "$img" 2>/dev/null)
+			etb0=$(echo "$ex" | grep -o '(DIND):[0-9]*' | cut -d: -f2)
+			leaf0=$(echo "$ex" | grep -o '(DIND):[0-9]*, (IND):[0-9]*' | sed 's/.*://')
+			chg=$(debugfs -R "bmap f 272" "$img" 2>/dev/null)
+			if [ -z "$etb0" ] || [ -z "$leaf0" ] || [ -z "$chg" ] || [ "$chg" = 0 ]; then
+				fail "maps: no double-indirect block: $(echo "$ex" | tail -n 4)"
+			fi
+			python3 - "$img" "$etb0" "$leaf0" $bs <<'EOF'
+import struct, sys
+f = open(sys.argv[1], 'r+b'); bs = int(sys.argv[4]); blk = int(sys.argv[2]) * bs
+f.seek(blk); v = struct.unpack('<%dI' % (bs // 4), f.read(bs))
+n = sum(1 for x in v if x)
+assert n > 1, n
+for i in range(1, n):
+    f.seek(blk + 4 * i); f.write(struct.pack('<I', int(sys.argv[3])))
+EOF
+		else
+			ex=$(debugfs -R "ex f" "$img" 2>/dev/null)
+			etb0=$(echo "$ex" | awk '$1 == "0/" {print $8; exit}')
+			leaf0=$(echo "$ex" | awk '$1 == "1/" {print $8}' | sed -n 1p)
+			leaf1=$(echo "$ex" | awk '$1 == "1/" {print $8}' | sed -n 2p)
+			leaf2=$(echo "$ex" | awk '$1 == "1/" {print $5}' | sed -n 3p)
+			data0=$(echo "$ex" | awk '$1 == "2/" {print $8; exit}')
+			data2=
+			[ -z "$leaf2" ] || data2=$(debugfs -R "bmap f $leaf2" "$img" 2>/dev/null)
+			if [ -z "$etb0" ] || [ -z "$leaf1" ] || [ -z "$data0" ] || [ -z "$data2" ]; then
+				fail "maps: not a depth-2 tree: $(echo "$ex" | head -n 4)"
+			fi
+			chg=$data0
+		fi
+		case $what in
+		shared)
+			python3 - "$img" "$etb0" "$leaf0" $bs <<'EOF'
+import struct, sys
+f = open(sys.argv[1], 'r+b'); bs = int(sys.argv[4]); blk = int(sys.argv[2]) * bs
+f.seek(blk); h = f.read(12)
+n = struct.unpack_from('<H', h, 2)[0]
+assert n > 1, n
+for i in range(1, n):
+    f.seek(blk + 12 + 12 * i + 4); f.write(struct.pack('<I', int(sys.argv[3])))
+EOF
+			;;
+		torn) dd if=/dev/zero of="$img" bs=$bs seek="$leaf1" count=1 conv=notrunc status=none ;;
+		csum)
+			printf '\xff' | dd of="$img" bs=1 seek=$((leaf0 * bs + 8)) conv=notrunc status=none
+			chg=$data2
+			;;
+		esac
+		loop=$(losetup -f --show "$img")
+		mount -o ro "$loop" "$mnt"
+		echo "$((chg * bs / 512)) $((bs / 512))" >"$work/changes"
+		rc=0
+		CHJ_RESOLVE_CACHE=off CHJ_RESOLVE_CHANGES="$work/changes" timeout 300 "$RESOLVE" --json "$loop" \
+			>"$work/out" 2>"$work/err" || rc=$?
+		case $rc in
+		3) grep -q 'full scan needed' "$work/err" || fail "maps $what: $(cat "$work/err")"
+		   echo "maps $what: exit 3" ;;
+		0) python3 - "$work/out" "$mnt/f" "$what" <<'EOF' || fail "maps $what: $(cat "$work/err")"
+import json, sys
+for line in open(sys.argv[1]):
+    o = json.loads(line)
+    if o['path'] == sys.argv[2]:
+        if 'extent-map' not in o['reasons']:
+            sys.exit('maps %s: listed as %s, not extent-map' % (sys.argv[3], o['reasons']))
+        print('maps %s: listed, %s' % (sys.argv[3], o['reasons']))
+        sys.exit(0)
+sys.exit('maps %s: f not listed, exit 0' % sys.argv[3])
+EOF
+		   ;;
+		*) fail "maps $what: exit $rc: $(tail -n 3 "$work/err")" ;;
+		esac
+	}
+	echo "--- $fs: malformed extent trees"
+	maps_case shared "-O ^metadata_csum"
+	maps_case torn "-O ^metadata_csum"
+	maps_case csum ""
+	maps_case indirect "-O ^extent,^64bit,^metadata_csum"
+	umount "$mnt"
+	losetup -d "$loop"
+	loop=
+	;;
+esac
 
 case $fs in
 ext4)
