@@ -717,51 +717,36 @@ static struct dirpath *dp_find(struct bctx *b, uint64_t root, uint64_t dir, uint
 }
 
 /*
- * The path of dir from its INODE_REF item when its parent's path is cached
- * (the usual case: directories come in inode order, parents first): one
- * search, where BTRFS_IOC_INO_LOOKUP walks every level up to the top in
- * the kernel (a chain of n directories cost n^2/2 steps, 29 s for 5000
- * levels under TCG).  NULL when the parent is not cached or has no path.
+ * The path of dir: its parent's path and the name in the directory's
+ * INODE_REF item (a directory has one).  "a/b/" like INO_LOOKUP,
+ * top-relative; NULL when a link of the chain is missing (deleted
+ * meanwhile) or it is deeper than 65536 levels.
+ *
+ * known_only: only when the parent's path is already cached (the usual
+ * case: directories come in inode order, parents first): one search, where
+ * BTRFS_IOC_INO_LOOKUP walks every level up to the top in the kernel (a
+ * chain of n directories cost n^2/2 steps, 29 s for 5000 levels under
+ * TCG).  Otherwise the parent is named first, recursively (cached, so a
+ * deep chain costs one search per level): the way past INO_LOOKUP's
+ * 4080-byte limit.
  */
-static char *known_parent_path(struct bctx *b, uint64_t root, uint64_t dir)
+static char *refs_path(struct bctx *b, uint64_t root, uint64_t dir, unsigned depth, bool known_only)
 {
 	struct skey lo = { dir, 0, BTRFS_INODE_REF_KEY };
 	struct skey hi = { dir, UINT64_MAX, BTRFS_INODE_REF_KEY };
 	struct uref u = { 0, NULL };
 	const struct dirpath *p;
-	char *out = NULL;
-
-	if (tree_search(b, root, lo, hi, 0, uref_item, &u) || !u.name || u.parent == dir)
-		goto out;
-	p = dp_find(b, root, u.parent, ht_hash_pair(u.parent, root));
-	if (p && p->path) {
-		out = xmalloc(strlen(p->path) + strlen(u.name) + 2);
-		sprintf(out, "%s%s/", p->path, u.name);
-	}
-out:
-	free(u.name);
-	return out;
-}
-
-/*
- * BTRFS_IOC_INO_LOOKUP gives up on paths longer than 4080 bytes: then the
- * path is the parent's (cached, so a deep chain costs one search per
- * level) and the name in the directory's INODE_REF item (a directory has
- * one).  "a/b/" like INO_LOOKUP, top-relative; NULL when a link of the
- * chain is missing (deleted meanwhile) or it is deeper than 65536 levels
- * past INO_LOOKUP's reach.
- */
-static char *refs_path(struct bctx *b, uint64_t root, uint64_t dir, unsigned depth)
-{
-	struct skey lo = { dir, 0, BTRFS_INODE_REF_KEY };
-	struct skey hi = { dir, UINT64_MAX, BTRFS_INODE_REF_KEY };
-	struct uref u = { 0, NULL };
 	const char *pp;
 	char *out = NULL;
 
 	if (depth > 65536 || tree_search(b, root, lo, hi, 0, uref_item, &u) || !u.name || u.parent == dir)
 		goto out;
-	pp = dir_path_depth(b, root, u.parent, depth + 1);
+	if (known_only) {
+		p = dp_find(b, root, u.parent, ht_hash_pair(u.parent, root));
+		pp = p ? p->path : NULL;
+	} else {
+		pp = dir_path_depth(b, root, u.parent, depth + 1);
+	}
 	if (pp) {
 		out = xmalloc(strlen(pp) + strlen(u.name) + 2);
 		sprintf(out, "%s%s/", pp, u.name);
@@ -794,8 +779,8 @@ static const char *dir_path_depth(struct bctx *b, uint64_t root, uint64_t dir, u
 	top = subvol_top(b, root, 0);
 	if (top && dir == BTRFS_FIRST_FREE_OBJECTID)
 		in = xstrdup("");
-	else if (top && !(full = known_parent_path(b, root, dir)) && ino_lookup(b, root, dir, &in))
-		full = refs_path(b, root, dir, depth);
+	else if (top && !(full = refs_path(b, root, dir, depth, true)) && ino_lookup(b, root, dir, &in))
+		full = refs_path(b, root, dir, depth, false);
 	if (top && in) {
 		full = xmalloc(strlen(top) + strlen(in) + 1);
 		sprintf(full, "%s%s", top, in);
@@ -1116,6 +1101,20 @@ int btrfs_before_map(struct resolver *r)
 	return RX_OK;
 }
 
+/* What a bctx holds (the resolve and the fuzz entry). */
+static void bctx_free(struct bctx *b)
+{
+	rs_free(&b->lchg);
+	rs_free(&b->lchg_data);
+	free(b->sm);
+	free(b->dext);
+	for (size_t i = 0; i < b->ndp; i++)
+		free(b->dp[i].path);
+	free(b->dp);
+	ht_free(&b->dpidx);
+	free(b->prefix);
+}
+
 int btrfs_resolve(struct resolver *r)
 {
 	struct bctx b;
@@ -1126,15 +1125,7 @@ int btrfs_resolve(struct resolver *r)
 	rs_init(&b.lchg);
 	rs_init(&b.lchg_data);
 	rc = btrfs_resolve_fs(&b);
-	rs_free(&b.lchg);
-	rs_free(&b.lchg_data);
-	free(b.sm);
-	free(b.dext);
-	for (size_t i = 0; i < b.ndp; i++)
-		free(b.dp[i].path);
-	free(b.dp);
-	ht_free(&b.dpidx);
-	free(b.prefix);
+	bctx_free(&b);
 	return rc;
 }
 
@@ -1250,15 +1241,7 @@ int btrfs_fuzz_items(const unsigned char *data, size_t size)
 
 	free(u.name);
 	free(rs.v);
-	rs_free(&b.lchg);
-	rs_free(&b.lchg_data);
-	free(b.sm);
-	free(b.dext);
-	for (size_t i = 0; i < b.ndp; i++)
-		free(b.dp[i].path);
-	free(b.dp);
-	ht_free(&b.dpidx);
-	free(b.prefix);
+	bctx_free(&b);
 	res_free(&r.res);
 	rs_free(&r.changed);
 	return bad;
