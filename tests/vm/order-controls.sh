@@ -131,7 +131,7 @@ for v in issue-early publish-early no-fua no-drain retire-early exact-early; do
 	if [ "$v" = retire-early ] && ! grep -qE ' [1-9][0-9]* chunk marks retired early' <<<"$line"; then
 		fail "retire-early caught, but not as a mark retired early: $line"
 	fi
-	if [ "$v" = exact-early ] && ! grep -qE ' [1-9][0-9]* at first writes' <<<"$line"; then
+	if [ "$v" = exact-early ] && ! grep -qE '\([1-9][0-9]* at first writes' <<<"$line"; then
 		fail "exact-early caught, but not at first writes: $line"
 	fi
 	summary+=("$v: ${line#order-check: }")
