@@ -54,6 +54,14 @@ struct chj_metadata {
 	size_t bits_len;
 	atomic64_t marked;
 	unsigned long *dirty;
+	/*
+	 * The exact bits known durable in the current epoch (same layout as
+	 * bits, a subset of it): only bits that were in a bitmap block's copy
+	 * which was written and then flushed (or FUA) are set here, under the
+	 * lock; the fast path lets a write pass on them without a chunk mark.
+	 * Emptied with bits at a checkpoint.
+	 */
+	unsigned long *durable;
 
 	/*
 	 * The intent map.  intent: as in the superblock in force (disk bit
@@ -74,6 +82,9 @@ struct chj_metadata {
 	u8 saved_intent[CHJ_INTENT_BYTES];
 
 	struct page *pages[CHJ_BATCH];
+	/* The last batch write_exact() wrote, not yet in durable (under lock). */
+	u64 pend_blk[CHJ_BATCH];
+	unsigned int pend_n;
 
 	/* Since load (read by status while being written). */
 	u64 bitmap_writes;
@@ -353,19 +364,46 @@ static void set_exact(struct chj_metadata *md, u64 first, u64 last)
 		set_bit(b, md->dirty);
 }
 
+/* Are the exact bits of regions [first, last] all durable? */
+static bool exact_durable(const struct chj_metadata *md, u64 first, u64 last)
+{
+	return find_next_zero_bit_le(md->durable, last + 1, first) > last;
+}
+
 /*
- * The fast path.  The exact bits are set before the chunk marks are read,
- * with a full barrier between (test_and_set_bit_le() is one; the read-only
- * case needs smp_rmb()): retiring a chunk clears its cmark bit before it
- * reads the exact bits (chj_md_clean()), so either this write sees the
- * chunk unusable and waits for a new mark, or the retiring pass sees the
- * bits and writes them before the chunk's mark is cleared on disk.
+ * Does a write to regions [first, last] need chunk c marked, that is, has
+ * one of its regions in c an exact bit not yet durable?
+ */
+static bool chunk_needed(const struct chj_metadata *md, u64 c, u64 first,
+			 u64 last)
+{
+	u64 lo = max(first, c << md->chunk_shift);
+	u64 hi = min(last, ((c + 1) << md->chunk_shift) - 1);
+
+	return !exact_durable(md, lo, hi);
+}
+
+/*
+ * The fast path.  A region whose exact bit is durable (md->durable) needs
+ * nothing: the bit is set and on disk for this epoch, and only a
+ * checkpoint, with writes drained, empties it.  For the others: the exact
+ * bits are set before the chunk marks are read, with a full barrier
+ * between (test_and_set_bit_le() is one; the read-only case needs
+ * smp_rmb()): retiring a chunk clears its cmark bit before it reads the
+ * exact bits (chj_md_clean()), so either this write sees the chunk
+ * unusable and waits for a new mark, or the retiring pass sees the bits
+ * and writes them before the chunk's mark is cleared on disk.
  */
 bool chj_md_covered(struct chj_metadata *md, u64 first, u64 last)
 {
 	u32 shift = md->chunk_shift;
-	u64 r = first, c;
+	u64 r, c;
 
+	/* Steady state: every exact bit durable already. */
+	r = find_next_zero_bit_le(md->durable, last + 1, first);
+	if (r > last)
+		return true;
+	first = r;
 	for (;;) {
 		r = find_next_zero_bit_le(md->bits, last + 1, r);
 		if (r > last)
@@ -381,6 +419,8 @@ bool chj_md_covered(struct chj_metadata *md, u64 first, u64 last)
 	}
 	smp_rmb(); /* exact bits before chunk marks; pairs with chj_md_clean() */
 	for (c = first >> shift; c <= last >> shift; c++) {
+		if (!chunk_needed(md, c, first, last))
+			continue;
 		if (!test_bit(c, md->cmark))
 			return false;
 		if (!test_bit(c, md->cactive))
@@ -394,7 +434,7 @@ void chj_md_want(struct chj_metadata *md, u64 first, u64 last)
 	u64 c;
 
 	for (c = first >> md->chunk_shift; c <= last >> md->chunk_shift; c++)
-		if (!test_bit(c, md->cmark))
+		if (!test_bit(c, md->cmark) && chunk_needed(md, c, first, last))
 			__set_bit(c, md->cwant);
 }
 
@@ -462,16 +502,64 @@ static int write_blocks(struct chj_metadata *md, const u64 *blk, unsigned int n)
 }
 
 /*
+ * The bitmap blocks blk[0, n), whose copies are in buffers [0, n), were
+ * written and are durable: their bits join md->durable.  Exactly the bits
+ * of the copies: a bit set after its block was copied is not on disk.
+ */
+static void prove_blocks(struct chj_metadata *md, const u64 *blk, unsigned int n)
+{
+	unsigned int i, w, words = CHJ_BITMAP_BYTES / sizeof(long);
+
+	for (i = 0; i < n; i++) {
+		const struct chj_bitmap_block *b = buf(md, i);
+		const unsigned long *src = (const unsigned long *)b->bits;
+		unsigned long *dst = md->durable + blk[i] * words;
+
+		/* The fast path reads it meanwhile: a word is written once. */
+		for (w = 0; w < words; w++)
+			if (src[w] & ~dst[w])
+				WRITE_ONCE(dst[w], dst[w] | src[w]);
+	}
+}
+
+/*
+ * Every exact bit in core is durable (nothing writes meanwhile, or every
+ * bit that can be set is set and was written): all of them join
+ * md->durable.
+ */
+static void prove_all(struct chj_metadata *md)
+{
+	const unsigned long *src = (const unsigned long *)md->bits;
+	size_t w;
+
+	for (w = 0; w < md->bits_len / sizeof(long); w++)
+		WRITE_ONCE(md->durable[w], md->durable[w] | READ_ONCE(src[w]));
+}
+
+static int flush_md(struct chj_metadata *md)
+{
+	int r = blkdev_issue_flush(md->bdev);
+
+	if (r)
+		DMERR("metadata flush failed: %d", r);
+	return r;
+}
+
+/*
  * Write every dirty bitmap block, and every block of a chunk in retire
  * (whether dirty or not: a bit may have been set by a writer that had not
- * flagged its block yet).  Durable only after a flush.
+ * flagged its block yet).  Durable only after a flush.  prove: every batch
+ * but the last is flushed and proved here; the last one is left in
+ * md->pend_blk for the caller to prove after its own flush.
  */
-static int write_exact(struct chj_metadata *md, const unsigned long *retire)
+static int write_exact(struct chj_metadata *md, const unsigned long *retire,
+		       bool prove)
 {
-	u64 blk[CHJ_BATCH], b, per = CHJ_REGIONS_PER_BLOCK;
+	u64 *blk = md->pend_blk, b, per = CHJ_REGIONS_PER_BLOCK;
 	unsigned int n = 0;
 	int r;
 
+	md->pend_n = 0;
 	for (b = 0; b < md->bitmap_blocks; b++) {
 		u64 c0 = div64_u64(b * per, 1ull << md->chunk_shift);
 		u64 c1 = min(div64_u64(min(b * per + per, md->nr_regions) - 1,
@@ -485,17 +573,24 @@ static int write_exact(struct chj_metadata *md, const unsigned long *retire)
 		blk[n++] = b;
 		if (n == CHJ_BATCH) {
 			r = write_blocks(md, blk, n);
+			if (!r && prove)
+				r = flush_md(md);
 			if (r)
 				return r;
+			if (prove)
+				prove_blocks(md, blk, n);
 			n = 0;
 		}
 	}
-	return n ? write_blocks(md, blk, n) : 0;
+	r = n ? write_blocks(md, blk, n) : 0;
+	if (!r && prove)
+		md->pend_n = n;
+	return r;
 }
 
 int chj_md_write_exact(struct chj_metadata *md)
 {
-	return write_exact(md, NULL);
+	return write_exact(md, NULL, false);
 }
 
 bool chj_md_needs_clean(struct chj_metadata *md)
@@ -523,16 +618,26 @@ int chj_md_clean(struct chj_metadata *md, bool all)
 		n++;
 	}
 	smp_mb(); /* cmark cleared before the exact bits are read */
-	r = write_exact(md, n ? retire : NULL);
-	if (r || !n)
+	r = write_exact(md, n ? retire : NULL, true);
+	if (r)
 		return r;
-	for_each_set_bit(c, retire, md->nr_chunks)
-		md->intent[c / 8] &= ~(1u << (c % 8));
-	sb = md->sb;
-	r = sb_commit_opf(md, &sb, true);
-	if (!r)
+	if (n) {
+		for_each_set_bit(c, retire, md->nr_chunks)
+			md->intent[c / 8] &= ~(1u << (c % 8));
+		sb = md->sb;
+		/* Its PREFLUSH makes the bitmap blocks durable first. */
+		r = sb_commit_opf(md, &sb, true);
+		if (r)
+			return r;
 		WRITE_ONCE(md->chunk_retires, md->chunk_retires + n);
-	return r;
+	} else if (md->pend_n) {
+		r = flush_md(md);
+		if (r)
+			return r;
+	}
+	prove_blocks(md, md->pend_blk, md->pend_n);
+	md->pend_n = 0;
+	return 0;
 }
 
 /* Every region of every chunk marked in the intent map, into the exact map. */
@@ -557,11 +662,15 @@ int chj_md_mark_all(struct chj_metadata *md)
 
 	set_exact(md, 0, md->nr_regions - 1);
 	recount(md);
-	r = write_exact(md, NULL);
+	r = write_exact(md, NULL, false);
 	if (r)
 		return r;
 	sb = md->sb;
-	return sb_commit(md, &sb);
+	r = sb_commit(md, &sb);
+	/* Every bit was set before the writes, which the PREFLUSH made durable. */
+	if (!r)
+		prove_all(md);
+	return r;
 }
 
 /* Read every bitmap block into the in-core bitmap. */
@@ -774,6 +883,7 @@ int chj_md_checkpoint(struct chj_metadata *md, u64 *new_epoch)
 	}
 	/* Blocks stamped with the old epoch now read as empty on disk too. */
 	memset(md->bits, 0, md->bits_len);
+	memset(md->durable, 0, md->bits_len);
 	bitmap_zero(md->dirty, md->bitmap_blocks);
 	bitmap_zero(md->cmark, CHJ_MAX_CHUNKS);
 	bitmap_zero(md->cactive, CHJ_MAX_CHUNKS);
@@ -820,6 +930,7 @@ static void free_bits(struct chj_metadata *md)
 {
 	kvfree(md->bits);
 	kvfree(md->dirty);
+	kvfree(md->durable);
 }
 
 /* (Re)size the in-core bitmap, keeping its bits. */
@@ -827,21 +938,26 @@ static int alloc_bits(struct chj_metadata *md, u64 bitmap_blocks)
 {
 	size_t len = bits_len_for(bitmap_blocks);
 	u8 *bits = kvzalloc(len, GFP_KERNEL);
+	unsigned long *durable = kvzalloc(len, GFP_KERNEL);
 	unsigned long *dirty = kvcalloc(BITS_TO_LONGS(bitmap_blocks),
 					sizeof(long), GFP_KERNEL);
 
-	if (!bits || !dirty) {
+	if (!bits || !durable || !dirty) {
 		kvfree(bits);
+		kvfree(durable);
 		kvfree(dirty);
 		return -ENOMEM;
 	}
 	if (md->bits)
 		memcpy(bits, md->bits, min(len, md->bits_len));
+	if (md->durable)
+		memcpy(durable, md->durable, min(len, md->bits_len));
 	if (md->dirty)
 		memcpy(dirty, md->dirty, min(BITS_TO_LONGS(bitmap_blocks),
 					     BITS_TO_LONGS(md->bitmap_blocks)) * sizeof(long));
 	free_bits(md);
 	md->bits = bits;
+	md->durable = durable;
 	md->dirty = dirty;
 	md->bits_len = len;
 	return 0;
@@ -955,7 +1071,7 @@ static int grow(struct chj_metadata *md, u64 origin_sectors, char **error)
 	if (!r) {
 		set_exact(md, div_u64(old_origin, rs), nr - 1);
 		recount(md);
-		r = write_exact(md, NULL);
+		r = write_exact(md, NULL, false);
 	}
 	if (!r) {
 		sb = md->sb;
@@ -1050,7 +1166,7 @@ static int load(struct chj_metadata *md, const struct chj_superblock *disk,
 		DMWARN("unclean stop: the marked chunks of epoch %llu count as changed",
 		       md->cur_epoch);
 	}
-	r = write_exact(md, NULL);
+	r = write_exact(md, NULL, false);
 	if (r)
 		return r;
 	memset(md->intent, 0, sizeof(md->intent));
@@ -1111,6 +1227,18 @@ struct chj_metadata *chj_md_open(struct block_device *bdev, u64 origin_sectors,
 		}
 		if (r)
 			*error = "Cannot mark all regions";
+	}
+	/*
+	 * Every exact bit in core is on the device now (read from it or
+	 * written); after a flush it is durable, and later writes to those
+	 * regions need no chunk mark.
+	 */
+	if (!r) {
+		r = flush_md(md);
+		if (r)
+			*error = "Cannot flush the metadata device";
+		else
+			prove_all(md);
 	}
 	if (r) {
 		chj_md_close(md);

@@ -145,5 +145,14 @@ expect fail "format 2: a chunk idle over three retires is written without a new 
   mk 44 "checkpoint end"; q 45 $M WFS 0 8; bc 46 $M WFS 0 8; q 47 $C W 8 8; q 48 $O W 0 8;
   q 49 $O W 8 8; } >"$tmp/trace"
 expect pass "format 2: a write held over the switch, marked after it, covers a later one" "" $WT
+# The exact-bit rule: a region's write may pass on its bitmap block, written
+# after the region's first incoming write and flushed after (dm-chj's
+# cleaner: plain writes, then one flush), with no chunk mark.
+{ ckptwb 10; q 20 $C W 0 8; q 21 $M WS 16 8; ri 22 $M WS 16 8; rc 23 $M WS 16 8;
+  q 24 $M FWS 0 0; ri 25 $M FF 0 0; rc 26 $M FF 18446744073709551615 0; q 27 $O W 0 8; } >"$tmp/trace"
+expect pass "format 2: exact bits written, then flushed: no chunk mark needed" ""
+{ ckptwb 10; q 20 $C W 0 8; q 21 $M WS 16 8; ri 22 $M WS 16 8; q 24 $M FWS 0 0; ri 25 $M FF 0 0;
+  rc 26 $M FF 18446744073709551615 0; rc 27 $M WS 16 8; q 28 $O W 0 8; } >"$tmp/trace"
+expect fail "format 2: exact bits flushed by a flush issued before their write completed" "no durable write of metadata block"
 echo "order-check self-test: $passed passed, $failed failed"
 [ $failed = 0 ]

@@ -3,8 +3,9 @@
 # purpose from this tree (tests/order/build-broken-targets: issue before the
 # chunk mark's write, make the chunk usable before it completes, no FUA on a
 # write-back device, no drain at a checkpoint, retire a chunk mark before the
-# exact bits are written) must each fail tests/order/order-check, and this
-# tree's module must pass the same setup and workload.
+# exact bits are written, let a write pass on an exact bit set in core but
+# not durable) must each fail tests/order/order-check, and this tree's
+# module must pass the same setup and workload.
 # vm-disks: 64M
 # vm-timeout: 600
 # shellcheck source=tests/vm/lib.sh disable=SC1091
@@ -44,6 +45,11 @@ setup() {
 		dm_create od "0 $(sectors /dev/ram0) delay /dev/ram0 0 0 /dev/ram0 0 20" >/dev/null
 		META=/dev/ram1 ORIGIN=/dev/mapper/od RS=8 ;;
 	retire-early) META=/dev/ram1 ORIGIN=/dev/ram0 RS=8 ;;
+	exact-early)
+		# Slow chunk marks, so that writes to a region pile up behind the
+		# first one, which waits for its chunk's mark.
+		dm_create md "0 $(sectors /dev/ram1) delay /dev/ram1 0 0 /dev/ram1 0 5" >/dev/null
+		META=/dev/mapper/md ORIGIN=/dev/ram0 RS=128 ;;
 	esac
 	dd if=/dev/zero of="$META" bs=1M count=4 oflag=direct status=none
 	dm_create c "$(chj_table "$META" "$ORIGIN" "$RS")" >/dev/null
@@ -84,6 +90,13 @@ workload() {
 		done
 		dmsetup message c 0 stats | grep -q ' marked_chunks=0 ' || fail "no retire in 5 s"
 		echo 1000 >/sys/module/dm_chj/parameters/clean_interval_ms ;;
+	exact-early)
+		# 16 writes per 64 KiB region, 8 in flight: when a region's first
+		# write waits for its chunk's mark, the next ones find its exact
+		# bit set in core.  Then a rewrite of the same area, after the
+		# cleaner proved the bits (the fast path on durable bits).
+		fio_c a --rw=write --bs=4k --ioengine=libaio --iodepth=8 --io_size=16M
+		fio_c b --rw=randwrite --bs=4k --ioengine=libaio --iodepth=8 --size=16M --number_ios=400 ;;
 	esac
 }
 
@@ -101,7 +114,7 @@ run() {
 
 brd_setup 2 65536
 summary=()
-for v in issue-early publish-early no-fua no-drain retire-early; do
+for v in issue-early publish-early no-fua no-drain retire-early exact-early; do
 	[ -f "$BROKEN/$v/dm-chj.ko" ] || fail "control $v was not built (tests/order/build-broken-targets)"
 	log "=== $v: this tree's module on the same setup must pass"
 	run "$v" "$REAL"
@@ -117,6 +130,9 @@ for v in issue-early publish-early no-fua no-drain retire-early; do
 	fi
 	if [ "$v" = retire-early ] && ! grep -qE ' [1-9][0-9]* chunk marks retired early' <<<"$line"; then
 		fail "retire-early caught, but not as a mark retired early: $line"
+	fi
+	if [ "$v" = exact-early ] && ! grep -qE '\([1-9][0-9]* at first writes' <<<"$line"; then
+		fail "exact-early caught, but not at first writes: $line"
 	fi
 	summary+=("$v: ${line#order-check: }")
 done
