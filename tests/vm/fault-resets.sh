@@ -5,7 +5,7 @@
 # content differs from the copy taken at the start of the epoch is reported
 # by `chj changes --since` that epoch.  One reset per boot, at a random
 # point after the scenario's writes begin; VM_MAX_BOOTS=N runs N - 1 resets
-# (make check: 30, make check-long: 200).
+# (make check: 50, as the fault matrix asks, make check-long: 200).
 #
 # Each boot is kept short, so that many resets fit: the origin (32 MiB,
 # 8192 regions, growing to at most 64 MiB) is compared with its copy in
@@ -16,7 +16,7 @@
 # About 6.5 s per reset on an idle machine, twice that with the cores shared.
 # vm-disks: 64M 64M 64M
 # vm-timeout: 1200
-# vm-boots: 31
+# vm-boots: 51
 # vm-long-boots: 201
 # vm-long-timeout: 3600
 # shellcheck source=tests/vm/lib.sh disable=SC1091
