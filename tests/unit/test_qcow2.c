@@ -4,12 +4,12 @@
  * bitmap read back from the file against a per-granule overlap test of the
  * ranges; then QEMU's own qemu-img check and info on the same file.
  */
-#include <endian.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "bytes.h"
 #include "chj_qcow2.h"
 #include "suites.h"
 
@@ -47,8 +47,6 @@ static int make(uint64_t size, unsigned g, const struct chj_range *r, size_t n,
 	return rc;
 }
 
-static uint64_t be64(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return be64toh(v); }
-static uint32_t be32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return be32toh(v); }
 
 /* The file, whole, in memory. */
 static uint8_t *slurp(size_t *len)

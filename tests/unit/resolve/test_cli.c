@@ -13,7 +13,7 @@
 static struct resolver r;
 
 /* Parse the given words (NULL-terminated), stderr and stdout silenced. */
-static int parse(const char *first, ...)
+static int parse_words(const char *first, ...)
 {
 	char *argv[16] = { "chj-resolve" };
 	int argc = 1, rc, so, se, nul = open("/dev/null", O_WRONLY);
@@ -43,30 +43,30 @@ static int parse(const char *first, ...)
 
 START_TEST(options)
 {
-	ck_assert_int_eq(parse("--since", "7", "--json", "--mount", "/m", "--stats", "dev", NULL), 0);
+	ck_assert_int_eq(parse_words("--since", "7", "--json", "--mount", "/m", "--stats", "dev", NULL), 0);
 	ck_assert(r.have_since);
 	ck_assert_uint_eq(r.since, 7);
 	ck_assert_int_eq(r.out_mode, 2);
 	ck_assert_str_eq(r.mount_opt, "/m");
 	ck_assert(r.want_stats);
 	ck_assert_str_eq(r.device_arg, "dev");
-	ck_assert_int_eq(parse("-0", "/dev/mapper/x", NULL), 0);
+	ck_assert_int_eq(parse_words("-0", "/dev/mapper/x", NULL), 0);
 	ck_assert_int_eq(r.out_mode, 1);
 	ck_assert(!r.have_since);
-	ck_assert_int_eq(parse("--help", NULL), -1);
-	ck_assert_int_eq(parse("-h", NULL), -1);
+	ck_assert_int_eq(parse_words("--help", NULL), -1);
+	ck_assert_int_eq(parse_words("-h", NULL), -1);
 }
 END_TEST
 
 START_TEST(usage_errors)
 {
-	ck_assert_int_eq(parse(NULL), RX_USAGE);
-	ck_assert_int_eq(parse("-0", "--json", "d", NULL), RX_USAGE);
-	ck_assert_int_eq(parse("--since", "x7", "d", NULL), RX_USAGE);
-	ck_assert_int_eq(parse("--since", "-1", "d", NULL), RX_USAGE);
-	ck_assert_int_eq(parse("--since", NULL), RX_USAGE);
-	ck_assert_int_eq(parse("--bogus", "d", NULL), RX_USAGE);
-	ck_assert_int_eq(parse("d", "e", NULL), RX_USAGE);
+	ck_assert_int_eq(parse_words(NULL), RX_USAGE);
+	ck_assert_int_eq(parse_words("-0", "--json", "d", NULL), RX_USAGE);
+	ck_assert_int_eq(parse_words("--since", "x7", "d", NULL), RX_USAGE);
+	ck_assert_int_eq(parse_words("--since", "-1", "d", NULL), RX_USAGE);
+	ck_assert_int_eq(parse_words("--since", NULL), RX_USAGE);
+	ck_assert_int_eq(parse_words("--bogus", "d", NULL), RX_USAGE);
+	ck_assert_int_eq(parse_words("d", "e", NULL), RX_USAGE);
 }
 END_TEST
 

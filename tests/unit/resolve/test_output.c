@@ -18,7 +18,7 @@ static char *line(const char *path)
 	return buf;
 }
 
-static char *json(const char *s)
+static char *json_escaped(const char *s)
 {
 	char *buf = NULL;
 	size_t len = 0;
@@ -30,7 +30,7 @@ static char *json(const char *s)
 }
 
 #define CHECK_LINE(in, want) do { char *g = line(in); ck_assert_str_eq(g, want); free(g); } while (0)
-#define CHECK_JSON(in, want) do { char *g = json(in); ck_assert_str_eq(g, want); free(g); } while (0)
+#define CHECK_JSON(in, want) do { char *g = json_escaped(in); ck_assert_str_eq(g, want); free(g); } while (0)
 
 START_TEST(plain_paths_are_literal)
 {
