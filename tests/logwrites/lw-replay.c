@@ -913,12 +913,9 @@ static void usage(int rc)
 
 static uint64_t num(const char *s, const char *what)
 {
-	char *end;
 	uint64_t v;
 
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || end == s || *end || *s == '-')
+	if (chj_parse_u64(s, &v))
 		die("%s: not a number: %s", what, s);
 	return v;
 }
