@@ -269,6 +269,11 @@ def cases(meta_raw):
     m, lg = new()
     lg.flush()
     out.append(("missing-mark", lg, [], 2, r"no mark 'base'"))
+    # 15. Numbers are whole numbers (libchj's chj_parse_u64).
+    out.append(("bad-number", lg, ["--region-sectors", "8x"], 2,
+                r"--region-sectors: not a number: 8x"))
+    out.append(("negative-number", lg, ["--region-sectors", "-8"], 2,
+                r"--region-sectors: not a number: -8"))
     return out
 
 

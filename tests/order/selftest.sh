@@ -145,5 +145,17 @@ expect fail "format 2: a chunk idle over three retires is written without a new 
   mk 44 "checkpoint end"; q 45 $M WFS 0 8; bc 46 $M WFS 0 8; q 47 $C W 8 8; q 48 $O W 0 8;
   q 49 $O W 8 8; } >"$tmp/trace"
 expect pass "format 2: a write held over the switch, marked after it, covers a later one" "" $WT
+# Numbers are whole numbers (libchj's chj_parse_u64): a usage error (2), not 5.
+for bad in 5x "" -1 99999999999; do
+	rc=0
+	"$chk" --chj $C --meta $M --origin $O --metadata "$tmp/meta.img" --mark-ahead "$bad" \
+		"$tmp/trace" >"$tmp/out" 2>&1 || rc=$?
+	if [ $rc = 2 ] && grep -q '^usage: order-check' "$tmp/out"; then
+		passed=$((passed + 1))
+	else
+		failed=$((failed + 1))
+		echo "FAIL: --mark-ahead '$bad': expected a usage error (2), order-check exited $rc"
+	fi
+done
 echo "order-check self-test: $passed passed, $failed failed"
 [ $failed = 0 ]
