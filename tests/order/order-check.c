@@ -787,7 +787,7 @@ static void find_switches(bool *is_switch)
 		die("a checkpoint window never ends");
 }
 
-static void check(void)
+static void check_trace(void)
 {
 	bool *is_switch = calloc(nevs ? nevs : 1, sizeof(bool));
 	bool in_ckpt = false;
@@ -974,7 +974,7 @@ int main(int argc, char **argv)
 	memset(need, 0xff, (nr_chunks + 1) * sizeof(*need));
 	memset(last_in, 0xff, (nr_chunks + 1) * sizeof(*last_in));
 	memset(ifirst, 0xff, cfg.nr_regions * sizeof(*ifirst));
-	check();
+	check_trace();
 
 	printf("order-check: %zu events; metadata %s, %s; %" PRIu64 " bitmap/metadata writes"
 	       " (%" PRIu64 " durable), %" PRIu64 " flushes; %" PRIu64 " timestamp ties\n", nevs,

@@ -20,7 +20,7 @@ struct rl {
 	size_t n, i;
 };
 
-static int next(void *ctx, struct chj_range *r)
+static int next_range(void *ctx, struct chj_range *r)
 {
 	struct rl *l = ctx;
 
@@ -42,7 +42,7 @@ static int make(uint64_t size, unsigned g, const struct chj_range *r, size_t n,
 	strcpy(path, "/tmp/chj-qcow2-XXXXXX");
 	fd = mkstemp(path);
 	ck_assert_int_ge(fd, 0);
-	rc = chj_qcow2_write(fd, &o, next, &l, st, e);
+	rc = chj_qcow2_write(fd, &o, next_range, &l, st, e);
 	close(fd);
 	return rc;
 }
@@ -225,7 +225,7 @@ START_TEST(bad_arguments)
 	ck_assert_int_eq(make(4ull << 40, 9, beyond, 0, NULL, &e), CHJ_ERR_INVAL);
 	ck_assert_ptr_nonnull(strstr(e.msg, "coarser"));
 	unlink(path);
-	ck_assert_int_eq(chj_qcow2_write(-1, &o, next, &l, NULL, &e), CHJ_ERR_INVAL);
+	ck_assert_int_eq(chj_qcow2_write(-1, &o, next_range, &l, NULL, &e), CHJ_ERR_INVAL);
 	ck_assert_ptr_nonnull(strstr(e.msg, "absolute"));
 }
 END_TEST

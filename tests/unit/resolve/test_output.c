@@ -7,7 +7,7 @@
 #include "resolve.h"
 #include "suites.h"
 
-static char *line(const char *path)
+static char *escaped_line(const char *path)
 {
 	char *buf = NULL;
 	size_t len = 0;
@@ -29,7 +29,7 @@ static char *json_escaped(const char *s)
 	return buf;
 }
 
-#define CHECK_LINE(in, want) do { char *g = line(in); ck_assert_str_eq(g, want); free(g); } while (0)
+#define CHECK_LINE(in, want) do { char *g = escaped_line(in); ck_assert_str_eq(g, want); free(g); } while (0)
 #define CHECK_JSON(in, want) do { char *g = json_escaped(in); ck_assert_str_eq(g, want); free(g); } while (0)
 
 START_TEST(plain_paths_are_literal)
