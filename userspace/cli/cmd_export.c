@@ -203,7 +203,7 @@ static int build(const struct opts *o, const struct chj_changes *ch, unsigned gr
 }
 
 /* Start qemu-nbd --fork and wait until it serves; *server is its pid. */
-static int start(const struct opts *o, const struct tmp *t, const sigset_t *old,
+static int export_start(const struct opts *o, const struct tmp *t, const sigset_t *old,
 		 pid_t *server)
 {
 	const char *prog = getenv("CHJ_QEMU_NBD");
@@ -367,7 +367,7 @@ int cmd_export(int argc, char **argv)
 	/* The server is reparented to us when qemu-nbd's first process exits. */
 	if (!o.fork)
 		prctl(PR_SET_CHILD_SUBREAPER, 1);
-	rc = start(&o, &t, &old, &server);
+	rc = export_start(&o, &t, &old, &server);
 	/* qemu-nbd holds the wrapper open: the file is no longer needed. */
 	tmp_remove(&t);
 	if (rc) {

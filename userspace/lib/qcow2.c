@@ -88,7 +88,7 @@ static void set_bits(uint8_t *buf, uint64_t a, uint64_t b)
 		buf[a / 8] |= 1u << (a % 8), a++;
 }
 
-static int flush(struct w *w)
+static int w_flush(struct w *w)
 {
 	int rc;
 
@@ -115,7 +115,7 @@ static int mark(struct w *w, uint64_t a, uint64_t b)
 		int rc;
 
 		if (k != w->cur) {
-			rc = flush(w);
+			rc = w_flush(w);
 			if (rc)
 				return rc;
 			memset(w->buf, 0, CS);
@@ -163,10 +163,10 @@ static int bitmap(struct w *w, const struct chj_qcow2_opts *o,
 			return rc;
 		done = b;
 	}
-	return flush(w);
+	return w_flush(w);
 }
 
-static int header(struct w *w, const struct chj_qcow2_opts *o, uint64_t l1_size,
+static int write_header(struct w *w, const struct chj_qcow2_opts *o, uint64_t l1_size,
 		  uint64_t l1_off, uint64_t dir_off, uint64_t dir_len)
 {
 	size_t dl = strlen(o->data_file);
@@ -290,7 +290,7 @@ int chj_qcow2_write(int fd, const struct chj_qcow2_opts *o, chj_range_iter next,
 		w.buf[2 * i + 1] = 1;
 	rc = wr(&w, w.buf, 2 * w.next, 2 * CS);
 	if (!rc)
-		rc = header(&w, o, l1_size, l1_off, dir_off, dir_len);
+		rc = write_header(&w, o, l1_size, l1_off, dir_off, dir_len);
 	if (!rc && ftruncate(fd, w.next << CB))
 		rc = chj_err(e, CHJ_ERR_IO, "qcow2 image: truncate: %s", strerror(errno));
 	if (!rc && st) {
