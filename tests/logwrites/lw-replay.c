@@ -51,6 +51,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bytes.h"
 #include "libchj.h"
 
 extern char **environ;
@@ -225,48 +226,6 @@ static inline void bit_set(uint64_t *b, uint64_t i)
 static inline void bit_clear(uint64_t *b, uint64_t i)
 {
 	b[i >> 6] &= ~(1ull << (i & 63));
-}
-
-static uint64_t le64(const void *p)
-{
-	uint64_t v;
-
-	memcpy(&v, p, 8);
-	return chj_le64(v);
-}
-
-static uint32_t le32(const void *p)
-{
-	uint32_t v;
-
-	memcpy(&v, p, 4);
-	return chj_le32(v);
-}
-
-/* CRC-32C, for decoding metadata in failure messages only. */
-static uint32_t crc32c(const void *buf, size_t len)
-{
-	static uint32_t table[256];
-	const uint8_t *p = buf;
-	uint32_t crc = ~0u;
-
-	if (!table[1]) {
-		for (uint32_t i = 0; i < 256; i++) {
-			uint32_t c = i;
-
-			for (int k = 0; k < 8; k++)
-				c = c & 1 ? (c >> 1) ^ 0x82f63b78u : c >> 1;
-			table[i] = c;
-		}
-	}
-	while (len--)
-		crc = table[(crc ^ *p++) & 0xff] ^ (crc >> 8);
-	return ~crc;
-}
-
-static uint32_t block_csum(const void *b, size_t len)
-{
-	return crc32c((const uint8_t *)b + 4, len - 4);
 }
 
 static const char *flags_str(uint64_t f, char *buf, size_t len)
@@ -698,18 +657,18 @@ static void explain_metadata(uint64_t os)
 
 		if ((uint64_t)(c + 1) * CHJ_BLOCK_SIZE > meta_bytes)
 			break;
-		ok = le32(&sb->magic) == CHJ_SB_MAGIC &&
-		     le32(&sb->csum) == block_csum(sb, CHJ_SB_BYTES);
+		ok = chj_le32(sb->magic) == CHJ_SB_MAGIC &&
+		     chj_le32(sb->csum) == chj_block_csum(sb, CHJ_SB_BYTES);
 		fprintf(stderr, "    superblock copy %d: %s", c,
 			ok ? "valid checksum" : "no valid superblock");
 		if (ok)
 			fprintf(stderr, ", seq %" PRIu64 ", current epoch %" PRIu64
 				", oldest %" PRIu64 ", flags 0x%x, journal %" PRIu64 "..%" PRIu64,
-				le64(&sb->seq), le64(&sb->current_epoch),
-				le64(&sb->oldest_epoch), le32(&sb->flags),
-				le64(&sb->journal_head), le64(&sb->journal_tail));
+				chj_le64(sb->seq), chj_le64(sb->current_epoch),
+				chj_le64(sb->oldest_epoch), chj_le32(sb->flags),
+				chj_le64(sb->journal_head), chj_le64(sb->journal_tail));
 		fputc('\n', stderr);
-		if (ok && (!best || le64(&sb->seq) > le64(&best->seq))) {
+		if (ok && (!best || chj_le64(sb->seq) > chj_le64(best->seq))) {
 			best = sb;
 			best_copy = c;
 		}
@@ -717,10 +676,10 @@ static void explain_metadata(uint64_t os)
 	if (!best)
 		return;
 	{
-		uint64_t rs = le32(&best->region_sectors);
+		uint64_t rs = chj_le32(best->region_sectors);
 		uint64_t q = rs ? os / rs : 0;
 		uint64_t idx = q / CHJ_REGIONS_PER_BLOCK;
-		uint64_t blk = le64(&best->bitmap_start) + idx;
+		uint64_t blk = chj_le64(best->bitmap_start) + idx;
 		const struct chj_bitmap_block *b;
 		uint64_t bit = q % CHJ_REGIONS_PER_BLOCK;
 
@@ -733,12 +692,12 @@ static void explain_metadata(uint64_t os)
 			" (%" PRIu64 " sectors) lives in bitmap block %" PRIu64
 			": magic %s, checksum %s, epoch %" PRIu64 ", bit %" PRIu64 " = %d\n",
 			best_copy, q, rs, blk,
-			le32(&b->magic) == CHJ_BITMAP_MAGIC ? "ok" : "BAD",
-			le32(&b->csum) == block_csum(b, CHJ_BLOCK_SIZE) ? "ok" : "BAD",
-			le64(&b->epoch), bit, (b->bits[bit / 8] >> (bit % 8)) & 1);
+			chj_le32(b->magic) == CHJ_BITMAP_MAGIC ? "ok" : "BAD",
+			chj_le32(b->csum) == chj_block_csum(b, CHJ_BLOCK_SIZE) ? "ok" : "BAD",
+			chj_le64(b->epoch), bit, (b->bits[bit / 8] >> (bit % 8)) & 1);
 		fprintf(stderr, "    the same block in the full (every write applied) image: "
 			"epoch %" PRIu64 ", bit = %d\n",
-			le64(&((const struct chj_bitmap_block *)(img + blk * CHJ_BLOCK_SIZE))->epoch),
+			chj_le64(((const struct chj_bitmap_block *)(img + blk * CHJ_BLOCK_SIZE))->epoch),
 			(((const struct chj_bitmap_block *)(img + blk * CHJ_BLOCK_SIZE))->bits[bit / 8]
 			 >> (bit % 8)) & 1);
 	}
@@ -954,17 +913,14 @@ static void usage(int rc)
 
 static uint64_t num(const char *s, const char *what)
 {
-	char *end;
 	uint64_t v;
 
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || end == s || *end || *s == '-')
+	if (chj_parse_u64(s, &v))
 		die("%s: not a number: %s", what, s);
 	return v;
 }
 
-static void parse(int argc, char **argv)
+static void parse_args(int argc, char **argv)
 {
 	static const struct option lo[] = {
 		{ "metadata-sectors", required_argument, NULL, 'M' },
@@ -1153,7 +1109,7 @@ int main(int argc, char **argv)
 	char eb[400];
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	parse(argc, argv);
+	parse_args(argc, argv);
 	open_log();
 	setup();
 	meta_fd = open_meta_file();

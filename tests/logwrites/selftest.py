@@ -147,6 +147,12 @@ def cases(meta_raw):
     out.append(("data-before-mark", lg, [], 1,
                 r"VIOLATION at crash point 1 \(before entry 2 \(write metadata.*\n"
                 r".*origin region 7 \(origin sectors 56\+8.*\n.*last changed by entry 1"))
+    # The failure message decodes the metadata (libchj's CRC-32C and byte
+    # order): both superblock copies and the bitmap block check out.
+    out.append(("data-before-mark-explained", lg, [], 1,
+                r"superblock copy 0: valid checksum, seq 0, current epoch 1.*\n"
+                r".*superblock copy 1: valid checksum, seq 1,.*\n"
+                r".*bitmap block 2: magic ok, checksum ok, epoch 0, bit 7 = 0"))
 
     # 4. A mark written without FUA is not durable until the next flush:
     #    data written in between is unprotected at the point before it.
@@ -263,6 +269,11 @@ def cases(meta_raw):
     m, lg = new()
     lg.flush()
     out.append(("missing-mark", lg, [], 2, r"no mark 'base'"))
+    # 15. Numbers are whole numbers (libchj's chj_parse_u64).
+    out.append(("bad-number", lg, ["--region-sectors", "8x"], 2,
+                r"--region-sectors: not a number: 8x"))
+    out.append(("negative-number", lg, ["--region-sectors", "-8"], 2,
+                r"--region-sectors: not a number: -8"))
     return out
 
 

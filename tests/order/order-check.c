@@ -44,6 +44,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -786,7 +787,7 @@ static void find_switches(bool *is_switch)
 		die("a checkpoint window never ends");
 }
 
-static void check(void)
+static void check_trace(void)
 {
 	bool *is_switch = calloc(nevs ? nevs : 1, sizeof(bool));
 	bool in_ckpt = false;
@@ -899,6 +900,7 @@ int main(int argc, char **argv)
 	struct chj_error err;
 	struct chj_sb sb;
 	FILE *f = stdin;
+	uint64_t n;
 	int i;
 
 	for (i = 1; i < argc; i++) {
@@ -920,9 +922,11 @@ int main(int argc, char **argv)
 		} else if (!strcmp(a, "--origin-write-through")) {
 			origin_dm.write_through = true;
 		} else if (!strcmp(a, "--mark-ahead") && v) {
-			cfg.mark_ahead = (uint32_t)strtoul(v, NULL, 10); i++;
+			if (chj_parse_u64(v, &n) || n > UINT32_MAX) usage();
+			cfg.mark_ahead = (uint32_t)n; i++;
 		} else if (!strcmp(a, "--max-report") && v) {
-			cfg.max_report = (unsigned)strtoul(v, NULL, 10); i++;
+			if (chj_parse_u64(v, &n) || n > UINT_MAX) usage();
+			cfg.max_report = (unsigned)n; i++;
 		} else if (!strcmp(a, "--fake-no-marks")) {
 			cfg.fake_no_marks = true;
 		} else if (a[0] == '-' && a[1]) {
@@ -970,7 +974,7 @@ int main(int argc, char **argv)
 	memset(need, 0xff, (nr_chunks + 1) * sizeof(*need));
 	memset(last_in, 0xff, (nr_chunks + 1) * sizeof(*last_in));
 	memset(ifirst, 0xff, cfg.nr_regions * sizeof(*ifirst));
-	check();
+	check_trace();
 
 	printf("order-check: %zu events; metadata %s, %s; %" PRIu64 " bitmap/metadata writes"
 	       " (%" PRIu64 " durable), %" PRIu64 " flushes; %" PRIu64 " timestamp ties\n", nevs,

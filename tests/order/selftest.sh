@@ -154,5 +154,17 @@ expect pass "format 2: exact bits written, then flushed: no chunk mark needed" "
 { ckptwb 10; q 20 $C W 0 8; q 21 $M WS 16 8; ri 22 $M WS 16 8; q 24 $M FWS 0 0; ri 25 $M FF 0 0;
   rc 26 $M FF 18446744073709551615 0; rc 27 $M WS 16 8; q 28 $O W 0 8; } >"$tmp/trace"
 expect fail "format 2: exact bits flushed by a flush issued before their write completed" "no durable write of metadata block"
+# Numbers are whole numbers (libchj's chj_parse_u64): a usage error (2), not 5.
+for bad in 5x "" -1 99999999999; do
+	rc=0
+	"$chk" --chj $C --meta $M --origin $O --metadata "$tmp/meta.img" --mark-ahead "$bad" \
+		"$tmp/trace" >"$tmp/out" 2>&1 || rc=$?
+	if [ $rc = 2 ] && grep -q '^usage: order-check' "$tmp/out"; then
+		passed=$((passed + 1))
+	else
+		failed=$((failed + 1))
+		echo "FAIL: --mark-ahead '$bad': expected a usage error (2), order-check exited $rc"
+	fi
+done
 echo "order-check self-test: $passed passed, $failed failed"
 [ $failed = 0 ]

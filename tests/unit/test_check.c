@@ -34,7 +34,7 @@ static void teardown(void)
 	timg_free(&T);
 }
 
-static struct chj_check_result run(int repair)
+static struct chj_check_result run_check(int repair)
 {
 	struct chj_check_result r;
 	struct chj_error e = { 0 };
@@ -45,11 +45,11 @@ static struct chj_check_result run(int repair)
 
 START_TEST(clean_metadata)
 {
-	struct chj_check_result r = run(0);
+	struct chj_check_result r = run_check(0);
 
 	ck_assert_uint_eq(r.problems, 0);
 	ck_assert_uint_eq(r.notes, 0);
-	r = run(1);
+	r = run_check(1);
 	ck_assert_uint_eq(r.problems, 0);
 	ck_assert_uint_eq(r.fixed, 0);
 	ck_assert_uint_eq(T.sb.seq, 1 + 4);	/* nothing was committed */
@@ -63,7 +63,7 @@ START_TEST(torn_other_copy_is_a_note)
 	struct chj_check_result r;
 
 	((uint8_t *)timg_block(&T, (T.sb.copy + 1) % 2))[300] ^= 1;
-	r = run(0);
+	r = run_check(0);
 	ck_assert_uint_eq(r.problems, 0);
 	ck_assert_uint_eq(r.notes, 1);
 	ck_assert_ptr_nonnull(strstr(log_buf, "interrupted commit"));
@@ -75,7 +75,7 @@ START_TEST(no_superblock_cannot_repair)
 	struct chj_check_result r;
 
 	memset(T.buf, 0xab, 2 * CHJ_BLOCK_SIZE);
-	r = run(1);
+	r = run_check(1);
 	ck_assert_uint_eq(r.problems, 1);
 	ck_assert_uint_eq(r.fixed, 0);
 	ck_assert_ptr_nonnull(strstr(log_buf, "cannot repair"));
@@ -92,11 +92,11 @@ START_TEST(repair_drops_damaged_history)
 
 	ck_assert_int_eq(timg_changes(&T, 3, &before), 0);
 	((uint8_t *)timg_jblock(&T, 3))[1000] ^= 4;
-	r = run(0);
+	r = run_check(0);
 	ck_assert_uint_eq(r.problems, 1);
 	ck_assert_uint_eq(r.fixed, 0);
 	ck_assert_int_eq(chj_changes_since(T.m, 1, &c, &e), CHJ_ERR_UNTRUSTED);
-	r = run(1);
+	r = run_check(1);
 	ck_assert_uint_eq(r.problems, 1);
 	ck_assert_uint_eq(r.fixed, 1);
 	timg_reload(&T);
@@ -108,7 +108,7 @@ START_TEST(repair_drops_damaged_history)
 	ck_assert_uint_eq(chj_bits_count(&after), chj_bits_count(&before));
 	chj_bits_free(&before);
 	chj_bits_free(&after);
-	ck_assert_uint_eq(run(0).problems, 0);
+	ck_assert_uint_eq(run_check(0).problems, 0);
 }
 END_TEST
 
@@ -120,7 +120,7 @@ START_TEST(repair_drops_all_history_when_newest_is_damaged)
 	struct chj_bits b;
 
 	((struct chj_journal_block *)timg_jblock(&T, 7))->magic = 0;
-	ck_assert_uint_eq(run(1).fixed, 1);
+	ck_assert_uint_eq(run_check(1).fixed, 1);
 	timg_reload(&T);
 	ck_assert_uint_eq(T.sb.oldest_epoch, 5);
 	ck_assert_uint_eq(T.sb.journal_head, T.sb.journal_tail);
@@ -138,15 +138,15 @@ START_TEST(repair_rewrites_damaged_bitmap_all_ones)
 	uint8_t *blk = timg_block(&T, T.sb.bitmap_start);
 
 	blk[2000] ^= 0x80;
-	r = run(0);
+	r = run_check(0);
 	ck_assert_uint_eq(r.problems, 1);
-	r = run(1);
+	r = run_check(1);
 	ck_assert_uint_eq(r.fixed, 1);
 	ck_assert_int_eq(chj_bitmap_block_state((void *)blk, T.sb.current_epoch), CHJ_BM_CURRENT);
 	ck_assert_int_eq(timg_changes(&T, 5, &b), 0);
 	ck_assert_uint_eq(chj_bits_count(&b), CHJ_REGIONS_PER_BLOCK);
 	chj_bits_free(&b);
-	ck_assert_uint_eq(run(0).problems, 0);
+	ck_assert_uint_eq(run_check(0).problems, 0);
 }
 END_TEST
 
@@ -155,9 +155,9 @@ START_TEST(repair_newer_stamp)
 	struct chj_bitmap_block *blk = timg_block(&T, T.sb.bitmap_start + 2);
 
 	chj_bitmap_block_fill(blk, 99, 2, T.sb.nr_regions, 0);
-	ck_assert_uint_eq(run(0).problems, 1);
+	ck_assert_uint_eq(run_check(0).problems, 1);
 	ck_assert_ptr_nonnull(strstr(log_buf, "after the current one"));
-	ck_assert_uint_eq(run(1).fixed, 1);
+	ck_assert_uint_eq(run_check(1).fixed, 1);
 	ck_assert_uint_eq(chj_le64(blk->epoch), 5);
 	ck_assert_uint_eq(blk->bits[100], 0xff);
 }
@@ -173,9 +173,9 @@ START_TEST(repair_clears_stray_bits)
 	timg_mark(&T, T.sb.nr_regions - 1, 1);
 	blk->bits[n / 8 + 1] = 0x0f;	/* 4 bits past the end */
 	timg_reseal(blk, CHJ_BLOCK_SIZE);
-	ck_assert_uint_eq(run(0).problems, 1);
+	ck_assert_uint_eq(run_check(0).problems, 1);
 	ck_assert_ptr_nonnull(strstr(log_buf, "4 bits set past"));
-	ck_assert_uint_eq(run(1).fixed, 1);
+	ck_assert_uint_eq(run_check(1).fixed, 1);
 	ck_assert_uint_eq(blk->bits[n / 8 + 1], 0);
 	ck_assert_int_eq(timg_changes(&T, 5, &b), 0);
 	ck_assert(chj_bits_test(&b, T.sb.nr_regions - 1));	/* real mark kept */

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR MIT
-/* CRC-32C vectors and size/number parsing. */
+/* CRC-32C vectors, byte-order helpers and size/number parsing. */
 #include <string.h>
 
+#include "bytes.h"
 #include "suites.h"
 #include "testimg.h"
 
@@ -117,6 +118,34 @@ START_TEST(default_region_size)
 }
 END_TEST
 
+/* bytes.h: loads and stores at odd offsets, both byte orders, exact bytes. */
+START_TEST(byte_order_helpers)
+{
+	static const unsigned char le[8] = { 0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01 };
+	unsigned char buf[9] = { 0 };
+
+	ck_assert_uint_eq(le16(le), 0x0708);
+	ck_assert_uint_eq(le32(le), 0x05060708u);
+	ck_assert_uint_eq(le64(le), 0x0102030405060708ull);
+	ck_assert_uint_eq(be16(le), 0x0807);
+	ck_assert_uint_eq(be32(le), 0x08070605u);
+	ck_assert_uint_eq(be64(le), 0x0807060504030201ull);
+	put_le64(buf + 1, 0x0102030405060708ull);
+	ck_assert_int_eq(memcmp(buf + 1, le, 8), 0);
+	ck_assert_uint_eq(le64(buf + 1), 0x0102030405060708ull);
+	put_be64(buf + 1, 0x0807060504030201ull);
+	ck_assert_int_eq(memcmp(buf + 1, le, 8), 0);
+	put_be32(buf + 1, 0xa1b2c3d4u);
+	ck_assert_uint_eq(buf[1], 0xa1);
+	ck_assert_uint_eq(buf[4], 0xd4);
+	ck_assert_uint_eq(be32(buf + 1), 0xa1b2c3d4u);
+	put_le32(buf + 1, 0xa1b2c3d4u);
+	ck_assert_uint_eq(buf[1], 0xd4);
+	ck_assert_uint_eq(le32(buf + 1), 0xa1b2c3d4u);
+	ck_assert_uint_eq(buf[0], 0);	/* nothing written before p */
+}
+END_TEST
+
 Suite *suite_crc(void)
 {
 	Suite *s = suite_create("crc32c");
@@ -124,6 +153,7 @@ Suite *suite_crc(void)
 
 	tcase_add_test(tc, crc_known_vectors);
 	tcase_add_test(tc, crc_alignment_independent);
+	tcase_add_test(tc, byte_order_helpers);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -4,12 +4,12 @@
  * bitmap read back from the file against a per-granule overlap test of the
  * ranges; then QEMU's own qemu-img check and info on the same file.
  */
-#include <endian.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "bytes.h"
 #include "chj_qcow2.h"
 #include "suites.h"
 
@@ -20,7 +20,7 @@ struct rl {
 	size_t n, i;
 };
 
-static int next(void *ctx, struct chj_range *r)
+static int next_range(void *ctx, struct chj_range *r)
 {
 	struct rl *l = ctx;
 
@@ -42,13 +42,11 @@ static int make(uint64_t size, unsigned g, const struct chj_range *r, size_t n,
 	strcpy(path, "/tmp/chj-qcow2-XXXXXX");
 	fd = mkstemp(path);
 	ck_assert_int_ge(fd, 0);
-	rc = chj_qcow2_write(fd, &o, next, &l, st, e);
+	rc = chj_qcow2_write(fd, &o, next_range, &l, st, e);
 	close(fd);
 	return rc;
 }
 
-static uint64_t be64(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return be64toh(v); }
-static uint32_t be32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return be32toh(v); }
 
 /* The file, whole, in memory. */
 static uint8_t *slurp(size_t *len)
@@ -227,7 +225,7 @@ START_TEST(bad_arguments)
 	ck_assert_int_eq(make(4ull << 40, 9, beyond, 0, NULL, &e), CHJ_ERR_INVAL);
 	ck_assert_ptr_nonnull(strstr(e.msg, "coarser"));
 	unlink(path);
-	ck_assert_int_eq(chj_qcow2_write(-1, &o, next, &l, NULL, &e), CHJ_ERR_INVAL);
+	ck_assert_int_eq(chj_qcow2_write(-1, &o, next_range, &l, NULL, &e), CHJ_ERR_INVAL);
 	ck_assert_ptr_nonnull(strstr(e.msg, "absolute"));
 }
 END_TEST

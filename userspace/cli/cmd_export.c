@@ -113,7 +113,7 @@ static void tmp_remove(struct tmp *t)
 	t->dir[0] = t->qcow2[0] = t->pid[0] = 0;
 }
 
-static int fail(const char *what, const char *why)
+static int export_fail(const char *what, const char *why)
 {
 	fprintf(stderr, "chj: %s: %s\n", what, why);
 	return EXIT_ERROR;
@@ -134,7 +134,7 @@ static int check_snapshot(const struct opts *o, uint64_t origin_bytes)
 	if (bytes != origin_bytes) {
 		snprintf(why, sizeof(why), "snapshot is %llu bytes, the origin %llu",
 			 (unsigned long long)bytes, (unsigned long long)origin_bytes);
-		return fail(o->snapshot, why);
+		return export_fail(o->snapshot, why);
 	}
 	if (!o->name || !rdev)
 		return 0;
@@ -142,7 +142,7 @@ static int check_snapshot(const struct opts *o, uint64_t origin_bytes)
 		return cli_fail(&e);
 	snprintf(node, sizeof(node), "/dev/mapper/%s", o->name);
 	if (rdev == t.origin || (!stat(node, &st) && st.st_rdev == rdev))
-		return fail(o->snapshot, rdev == t.origin ?
+		return export_fail(o->snapshot, rdev == t.origin ?
 			    "is the origin itself, not a snapshot of it" :
 			    "is the tracked device itself, not a snapshot of it");
 	return 0;
@@ -176,17 +176,17 @@ static int build(const struct opts *o, const struct chj_changes *ch, unsigned gr
 	int fd, rc;
 
 	if (!realpath(o->snapshot, data))
-		return fail(o->snapshot, strerror(errno));
+		return export_fail(o->snapshot, strerror(errno));
 	if (!base || !*base)
 		base = "/tmp";
 	/* absolute: qemu-nbd must find the wrapper whatever its cwd */
 	if (!realpath(base, absbase))
-		return fail(base, strerror(errno));
+		return export_fail(base, strerror(errno));
 	base = absbase;
 	if ((size_t)snprintf(t->dir, sizeof(t->dir), "%s/chj-export.XXXXXX", base) >= sizeof(t->dir))
-		return t->dir[0] = 0, fail(base, "path too long");
+		return t->dir[0] = 0, export_fail(base, "path too long");
 	if (!mkdtemp(t->dir)) {
-		rc = fail(base, strerror(errno));
+		rc = export_fail(base, strerror(errno));
 		t->dir[0] = 0;
 		return rc;
 	}
@@ -194,7 +194,7 @@ static int build(const struct opts *o, const struct chj_changes *ch, unsigned gr
 	snprintf(t->pid, sizeof(t->pid), "%s/qemu-nbd.pid", t->dir);
 	fd = open(t->qcow2, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (fd < 0)
-		return fail(t->qcow2, strerror(errno));
+		return export_fail(t->qcow2, strerror(errno));
 	rc = chj_qcow2_write(fd, &q, next_range, &it, NULL, &e);
 	if (!rc && fsync(fd))
 		rc = chj_err(&e, CHJ_ERR_IO, "%s: %s", t->qcow2, strerror(errno));
@@ -203,7 +203,7 @@ static int build(const struct opts *o, const struct chj_changes *ch, unsigned gr
 }
 
 /* Start qemu-nbd --fork and wait until it serves; *server is its pid. */
-static int start(const struct opts *o, const struct tmp *t, const sigset_t *old,
+static int export_start(const struct opts *o, const struct tmp *t, const sigset_t *old,
 		 pid_t *server)
 {
 	const char *prog = getenv("CHJ_QEMU_NBD");
@@ -220,7 +220,7 @@ static int start(const struct opts *o, const struct tmp *t, const sigset_t *old,
 	snprintf(a_bitmap, sizeof(a_bitmap), "--bitmap=%s", o->bitmap);
 	snprintf(a_pid, sizeof(a_pid), "--pid-file=%s", o->pid_file ? o->pid_file : t->pid);
 	if ((size_t)snprintf(a_x, sizeof(a_x), "--export-name=%s", o->export_name) >= sizeof(a_x))
-		return fail(o->export_name, "export name too long");
+		return export_fail(o->export_name, "export name too long");
 	argv[argc++] = (char *)prog;
 	argv[argc++] = "--read-only";
 	argv[argc++] = "--fork";
@@ -259,19 +259,19 @@ static int start(const struct opts *o, const struct tmp *t, const sigset_t *old,
 	n = posix_spawnp(&pid, prog, NULL, &sa, argv, environ);
 	posix_spawnattr_destroy(&sa);
 	if (n)
-		return fail(prog, strerror(n));
+		return export_fail(prog, strerror(n));
 	/* --fork: the first process exits once the server listens. */
 	while (waitpid(pid, &status, 0) < 0)
 		if (errno != EINTR)
-			return fail(prog, strerror(errno));
+			return export_fail(prog, strerror(errno));
 	if (!WIFEXITED(status) || WEXITSTATUS(status))
-		return fail(prog, "could not start the export (its message is above)");
+		return export_fail(prog, "could not start the export (its message is above)");
 	f = fopen(o->pid_file ? o->pid_file : t->pid, "r");
 	n = f ? fscanf(f, "%d", server) : 0;
 	if (f)
 		fclose(f);
 	if (n != 1 || *server <= 0)
-		return fail(prog, "started, but left no pid file");
+		return export_fail(prog, "started, but left no pid file");
 	return 0;
 }
 
@@ -300,7 +300,7 @@ static int serve(pid_t server, const sigset_t *waitset)
 		if (p == server)
 			break;
 		if (p < 0 && errno != EINTR)
-			return fail("qemu-nbd", strerror(errno));
+			return export_fail("qemu-nbd", strerror(errno));
 		sig = sigwaitinfo(waitset, NULL);
 		if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP)
 			kill(server, SIGTERM);
@@ -309,7 +309,7 @@ static int serve(pid_t server, const sigset_t *waitset)
 		return EXIT_OK;
 	if (WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM)
 		return EXIT_OK;
-	return fail("qemu-nbd", "the server failed");
+	return export_fail("qemu-nbd", "the server failed");
 }
 
 int cmd_export(int argc, char **argv)
@@ -356,7 +356,7 @@ int cmd_export(int argc, char **argv)
 		goto out;
 	/* qemu-nbd would unlink whatever is there: never take a path in use. */
 	if (o.socket && !lstat(o.socket, &st)) {
-		rc = fail(o.socket, "socket path taken (something exists there)");
+		rc = export_fail(o.socket, "socket path taken (something exists there)");
 		goto out;
 	}
 	rc = build(&o, ch, gran_bits, &t);
@@ -367,7 +367,7 @@ int cmd_export(int argc, char **argv)
 	/* The server is reparented to us when qemu-nbd's first process exits. */
 	if (!o.fork)
 		prctl(PR_SET_CHILD_SUBREAPER, 1);
-	rc = start(&o, &t, &old, &server);
+	rc = export_start(&o, &t, &old, &server);
 	/* qemu-nbd holds the wrapper open: the file is no longer needed. */
 	tmp_remove(&t);
 	if (rc) {

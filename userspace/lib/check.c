@@ -34,10 +34,10 @@ struct cctx {
 	int nomem;
 };
 
-static void say(struct cctx *c, enum chj_check_level lvl, const char *fmt, ...)
+static void check_say(struct cctx *c, enum chj_check_level lvl, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
-static void say(struct cctx *c, enum chj_check_level lvl, const char *fmt, ...)
+static void check_say(struct cctx *c, enum chj_check_level lvl, const char *fmt, ...)
 {
 	char msg[384];
 	va_list ap;
@@ -65,14 +65,14 @@ static int check_sbs(struct chj_meta *m, struct cctx *c, struct chj_sb *sb,
 	if (rc)
 		return rc;
 	if (cp.best < 0) {
-		say(c, CHJ_PROBLEM, "no valid superblock (block 0: %s; block 1: %s); cannot repair",
+		check_say(c, CHJ_PROBLEM, "no valid superblock (block 0: %s; block 1: %s); cannot repair",
 		    cp.why[0], cp.why[1]);
 		c->r->no_superblock = 1;
 		return CHJ_OK;
 	}
 	for (unsigned i = 0; i < CHJ_SB_COPIES; i++)
 		if ((int)i != cp.best && cp.state[i] != CHJ_SB_VALID)
-			say(c, CHJ_NOTE, "superblock copy %u: %s (normal after an interrupted commit; copy %d is in force)",
+			check_say(c, CHJ_NOTE, "superblock copy %u: %s (normal after an interrupted commit; copy %d is in force)",
 			    i, cp.why[i], cp.best);
 	*sb = cp.sb[cp.best];
 	return CHJ_OK;
@@ -84,7 +84,7 @@ static void jproblem(void *ctx, uint64_t seq, const char *why)
 
 	(void)seq;
 	c->resume_seq = NO_SEQ;
-	say(c, CHJ_PROBLEM, "%s", why);
+	check_say(c, CHJ_PROBLEM, "%s", why);
 }
 
 static int jblock(void *ctx, const struct chj_jblock *b)
@@ -105,10 +105,10 @@ static void bmblock(void *ctx, uint64_t idx, enum chj_bm_state st,
 
 	(void)b;
 	if (st == CHJ_BM_DAMAGED)
-		say(c, CHJ_PROBLEM, "bitmap block %llu: damaged (its regions read as changed)",
+		check_say(c, CHJ_PROBLEM, "bitmap block %llu: damaged (its regions read as changed)",
 		    (unsigned long long)idx);
 	else if (st == CHJ_BM_NEWER)
-		say(c, CHJ_PROBLEM, "bitmap block %llu: stamped with an epoch after the current one",
+		check_say(c, CHJ_PROBLEM, "bitmap block %llu: stamped with an epoch after the current one",
 		    (unsigned long long)idx);
 	else
 		return;
@@ -161,12 +161,12 @@ static void repair_bitmap(struct chj_meta *m, struct cctx *c, struct chj_sb *sb,
 
 	for (size_t i = 0; i < c->nr_bad_bm; i++) {
 		if (!rewrite_bm(m, sb, c->bad_bm[i], 1, &e)) {
-			say(c, CHJ_FIXED, "bitmap block %llu: rewritten with every region marked",
+			check_say(c, CHJ_FIXED, "bitmap block %llu: rewritten with every region marked",
 			    (unsigned long long)c->bad_bm[i]);
 		} else if (!(sb->flags & CHJ_SB_F_ALL_CHANGED)) {
 			sb->flags |= CHJ_SB_F_ALL_CHANGED;
 			*sb_dirty = 1;
-			say(c, CHJ_FIXED, "bitmap block %llu: cannot rewrite (%s); current epoch marked all changed",
+			check_say(c, CHJ_FIXED, "bitmap block %llu: cannot rewrite (%s); current epoch marked all changed",
 			    (unsigned long long)c->bad_bm[i], e.msg);
 		}
 	}
@@ -180,7 +180,7 @@ static int repair_stray(struct chj_meta *m, struct cctx *c, const struct chj_sb 
 	int rc = rewrite_bm(m, sb, idx, 0, e);
 
 	if (!rc)
-		say(c, CHJ_FIXED, "bitmap block %llu: cleared bits past the last region",
+		check_say(c, CHJ_FIXED, "bitmap block %llu: cleared bits past the last region",
 		    (unsigned long long)idx);
 	return rc;
 }
@@ -193,7 +193,7 @@ static void repair_journal(struct cctx *c, struct chj_sb *sb, int *sb_dirty)
 		head = c->resume_seq;
 		oldest = c->resume_epoch;
 	}
-	say(c, CHJ_FIXED, "journal: dropped blocks %llu..%llu; oldest retained epoch raised from %llu to %llu",
+	check_say(c, CHJ_FIXED, "journal: dropped blocks %llu..%llu; oldest retained epoch raised from %llu to %llu",
 	    (unsigned long long)sb->journal_head, (unsigned long long)head - 1,
 	    (unsigned long long)sb->oldest_epoch, (unsigned long long)oldest);
 	sb->journal_head = head;
@@ -216,7 +216,7 @@ static int pass(struct chj_meta *m, struct cctx *c, int repair, struct chj_error
 	if (rc || sb.seq == NO_SEQ)
 		return rc;
 	if (sb.flags & CHJ_SB_F_ALL_CHANGED)
-		say(c, CHJ_NOTE, "the current epoch is marked all changed");
+		check_say(c, CHJ_NOTE, "the current epoch is marked all changed");
 	rc = chj_journal_walk(m, &sb, &w, e);
 	if (!rc)
 		rc = chj_bitmap_scan(m, &sb, &bm, e);
@@ -225,7 +225,7 @@ static int pass(struct chj_meta *m, struct cctx *c, int repair, struct chj_error
 	if (rc)
 		return rc;
 	if (bm.stray)
-		say(c, CHJ_PROBLEM, "bitmap: %llu bits set past the last region",
+		check_say(c, CHJ_PROBLEM, "bitmap: %llu bits set past the last region",
 		    (unsigned long long)bm.stray);
 	if (!repair || c->r->problems == before)
 		return CHJ_OK;

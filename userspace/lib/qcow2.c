@@ -24,6 +24,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "bytes.h"
 #include "chj_qcow2.h"
 
 #define CB		CHJ_QCOW2_CLUSTER_BITS
@@ -43,8 +44,6 @@
 /* QEMU's BME_MAX_PHYS_SIZE: 512 MiB of bitmap clusters. */
 #define MAX_PHYS_BYTES	(512ull << 20)
 
-static void put32(uint8_t *p, uint32_t v) { v = htobe32(v); memcpy(p, &v, 4); }
-static void put64(uint8_t *p, uint64_t v) { v = htobe64(v); memcpy(p, &v, 8); }
 static uint64_t pad8(uint64_t n) { return (n + 7) & ~7ull; }
 static uint64_t div_up(uint64_t a, uint64_t b) { return a / b + !!(a % b); }
 
@@ -89,7 +88,7 @@ static void set_bits(uint8_t *buf, uint64_t a, uint64_t b)
 		buf[a / 8] |= 1u << (a % 8), a++;
 }
 
-static int flush(struct w *w)
+static int w_flush(struct w *w)
 {
 	int rc;
 
@@ -116,7 +115,7 @@ static int mark(struct w *w, uint64_t a, uint64_t b)
 		int rc;
 
 		if (k != w->cur) {
-			rc = flush(w);
+			rc = w_flush(w);
 			if (rc)
 				return rc;
 			memset(w->buf, 0, CS);
@@ -164,10 +163,10 @@ static int bitmap(struct w *w, const struct chj_qcow2_opts *o,
 			return rc;
 		done = b;
 	}
-	return flush(w);
+	return w_flush(w);
 }
 
-static int header(struct w *w, const struct chj_qcow2_opts *o, uint64_t l1_size,
+static int write_header(struct w *w, const struct chj_qcow2_opts *o, uint64_t l1_size,
 		  uint64_t l1_off, uint64_t dir_off, uint64_t dir_len)
 {
 	size_t dl = strlen(o->data_file);
@@ -175,27 +174,27 @@ static int header(struct w *w, const struct chj_qcow2_opts *o, uint64_t l1_size,
 
 	memset(h, 0, CS);
 	memcpy(h, "QFI\xfb", 4);
-	put32(h + 4, 3);
-	put32(h + 20, CB);
-	put64(h + 24, o->size);
-	put32(h + 36, l1_size);
-	put64(h + 40, l1_off);
-	put64(h + 48, 1 * CS);		/* refcount table */
-	put32(h + 56, 1);
-	put64(h + 72, INCOMPAT_DATA_FILE);
-	put64(h + 88, AUTOCLEAR_BITMAPS | AUTOCLEAR_DATA_RAW);
-	put32(h + 96, 4);		/* 16-bit refcounts */
-	put32(h + 100, HEADER_LEN);	/* byte 104: compression type zlib */
+	put_be32(h + 4, 3);
+	put_be32(h + 20, CB);
+	put_be64(h + 24, o->size);
+	put_be32(h + 36, l1_size);
+	put_be64(h + 40, l1_off);
+	put_be64(h + 48, 1 * CS);		/* refcount table */
+	put_be32(h + 56, 1);
+	put_be64(h + 72, INCOMPAT_DATA_FILE);
+	put_be64(h + 88, AUTOCLEAR_BITMAPS | AUTOCLEAR_DATA_RAW);
+	put_be32(h + 96, 4);		/* 16-bit refcounts */
+	put_be32(h + 100, HEADER_LEN);	/* byte 104: compression type zlib */
 	p = h + HEADER_LEN;
-	put32(p, EXT_DATA_FILE);
-	put32(p + 4, dl);
+	put_be32(p, EXT_DATA_FILE);
+	put_be32(p + 4, dl);
 	memcpy(p + 8, o->data_file, dl);
 	p += 8 + pad8(dl);
-	put32(p, EXT_BITMAPS);
-	put32(p + 4, 24);
-	put32(p + 8, 1);		/* nb_bitmaps */
-	put64(p + 16, dir_len);
-	put64(p + 24, dir_off);
+	put_be32(p, EXT_BITMAPS);
+	put_be32(p + 4, 24);
+	put_be32(p + 8, 1);		/* nb_bitmaps */
+	put_be64(p + 16, dir_len);
+	put_be64(p + 24, dir_off);
 	/* then the end-of-extensions marker, zero */
 	return wr(w, h, CS, 0);
 }
@@ -253,12 +252,12 @@ int chj_qcow2_write(int fd, const struct chj_qcow2_opts *o, chj_range_iter next,
 	/* L1, then each L2 table: guest cluster g at data file offset g. */
 	memset(w.buf, 0, CS);
 	for (i = 0; i < l1_size; i++)
-		put64(w.buf + 8 * (i % L2_ENTRIES), (l2_off + i * CS) | OFLAG_COPIED);
+		put_be64(w.buf + 8 * (i % L2_ENTRIES), (l2_off + i * CS) | OFLAG_COPIED);
 	rc = wr(&w, w.buf, l1_size * 8, l1_off);
 	for (i = 0; !rc && i < l1_size; i++) {
 		memset(w.buf, 0, CS);
 		for (j = 0; j < L2_ENTRIES && i * L2_ENTRIES + j < guest_clusters; j++)
-			put64(w.buf + 8 * j, ((i * L2_ENTRIES + j) << CB) | OFLAG_COPIED);
+			put_be64(w.buf + 8 * j, ((i * L2_ENTRIES + j) << CB) | OFLAG_COPIED);
 		rc = wr(&w, w.buf, CS, l2_off + i * CS);
 	}
 	if (rc)
@@ -270,8 +269,8 @@ int chj_qcow2_write(int fd, const struct chj_qcow2_opts *o, chj_range_iter next,
 		goto out;
 	/* The directory entry: disabled, not in use, no extra data. */
 	memset(w.buf, 0, dir_len);
-	put64(w.buf, bt_off);
-	put32(w.buf + 8, w.table_size);
+	put_be64(w.buf, bt_off);
+	put_be32(w.buf + 8, w.table_size);
 	w.buf[16] = BT_DIRTY;
 	w.buf[17] = o->gran_bits;
 	w.buf[18] = nl >> 8;
@@ -282,7 +281,7 @@ int chj_qcow2_write(int fd, const struct chj_qcow2_opts *o, chj_range_iter next,
 		goto out;
 	/* Refcount table and block: every cluster of the file used once. */
 	memset(w.buf, 0, CS);
-	put64(w.buf, 2 * CS);
+	put_be64(w.buf, 2 * CS);
 	rc = wr(&w, w.buf, 8, 1 * CS);
 	if (rc)
 		goto out;
@@ -291,7 +290,7 @@ int chj_qcow2_write(int fd, const struct chj_qcow2_opts *o, chj_range_iter next,
 		w.buf[2 * i + 1] = 1;
 	rc = wr(&w, w.buf, 2 * w.next, 2 * CS);
 	if (!rc)
-		rc = header(&w, o, l1_size, l1_off, dir_off, dir_len);
+		rc = write_header(&w, o, l1_size, l1_off, dir_off, dir_len);
 	if (!rc && ftruncate(fd, w.next << CB))
 		rc = chj_err(e, CHJ_ERR_IO, "qcow2 image: truncate: %s", strerror(errno));
 	if (!rc && st) {

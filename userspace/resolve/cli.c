@@ -68,7 +68,8 @@ int resolve_parse_args(struct resolver *r, int argc, char **argv)
 
 	opterr = 0;
 	optind = 0;	/* (re)start getopt: the unit tests call this again */
-	while ((opt = getopt_long(argc, argv, "0h", lo, NULL)) != -1) {
+	/* A leading ':' tells a missing argument (':') from an unknown option. */
+	while ((opt = getopt_long(argc, argv, ":0h", lo, NULL)) != -1) {
 		switch (opt) {
 		case 's':
 			if (chj_parse_u64(optarg, &r->since))
@@ -86,8 +87,10 @@ int resolve_parse_args(struct resolver *r, int argc, char **argv)
 			fputs(resolve_usage, stdout);
 			fputs(resolve_help, stdout);
 			return -1;
+		case ':':
+			return usage_error("option '%s' needs an argument", argv[optind - 1]);
 		default:
-			return usage_error("unknown or incomplete option %s", argv[optind - 1]);
+			return usage_error("unknown option '%s'", argv[optind - 1]);
 		}
 	}
 	if (zero && json)

@@ -25,7 +25,7 @@ uint64_t ht_hash_str(const char *s)
 	return hash64(h);
 }
 
-static void put(struct htab_slot *s, size_t cap, uint32_t hash, uint32_t idx1)
+static void slot_put(struct htab_slot *s, size_t cap, uint32_t hash, uint32_t idx1)
 {
 	size_t i = hash & (cap - 1);
 
@@ -50,16 +50,16 @@ void ht_add(struct htab *h, uint64_t hash, size_t idx)
 
 		for (size_t i = 0; i < h->cap; i++)
 			if (h->s[i].idx1)
-				put(ns, ncap, h->s[i].hash, h->s[i].idx1);
+				slot_put(ns, ncap, h->s[i].hash, h->s[i].idx1);
 		free(h->s);
 		h->s = ns;
 		h->cap = ncap;
 	}
-	put(h->s, h->cap, (uint32_t)hash, (uint32_t)idx + 1);
+	slot_put(h->s, h->cap, (uint32_t)hash, (uint32_t)idx + 1);
 	h->n++;
 }
 
-static size_t scan(const struct htab *h, uint32_t hash, size_t i, size_t *cur)
+static size_t probe_scan(const struct htab *h, uint32_t hash, size_t i, size_t *cur)
 {
 	for (; h->s[i].idx1; i = (i + 1) & (h->cap - 1))
 		if (h->s[i].hash == hash) {
@@ -76,14 +76,14 @@ size_t ht_first(const struct htab *h, uint64_t hash, size_t *cur)
 		*cur = 0;
 		return HT_NONE;
 	}
-	return scan(h, (uint32_t)hash, (uint32_t)hash & (h->cap - 1), cur);
+	return probe_scan(h, (uint32_t)hash, (uint32_t)hash & (h->cap - 1), cur);
 }
 
 size_t ht_next(const struct htab *h, uint64_t hash, size_t *cur)
 {
 	if (!h->cap || !h->s[*cur].idx1)
 		return HT_NONE;
-	return scan(h, (uint32_t)hash, (*cur + 1) & (h->cap - 1), cur);
+	return probe_scan(h, (uint32_t)hash, (*cur + 1) & (h->cap - 1), cur);
 }
 
 void ht_free(struct htab *h)

@@ -32,7 +32,7 @@ static void count_results(struct resolver *r)
 	}
 }
 
-static int run(struct resolver *r)
+static int resolve_run(struct resolver *r)
 {
 	double t;
 	int rc;
@@ -107,7 +107,7 @@ int main(int argc, char **argv)
 	r.tty = isatty(2);
 	r.progress_after = -1;
 	r.t0 = now_sec();
-	rc = run(&r);
+	rc = resolve_run(&r);
 	progress_done(&r);
 	if (rc == RX_FULL_SCAN)
 		fprintf(stderr, "chj-resolve: full scan needed: %s\n", r.err);

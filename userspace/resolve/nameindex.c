@@ -163,7 +163,7 @@ static int exec(struct nidx *x, const char *sql)
 	return sqlite3_exec(x->db, sql, NULL, NULL, NULL) ? -1 : 0;
 }
 
-static void warn(const struct nidx *x, const char *what)
+static void nidx_warn(const struct nidx *x, const char *what)
 {
 	fprintf(stderr, "chj-resolve: warning: name cache %s: %s\n", x->path, what);
 }
@@ -287,7 +287,7 @@ static int open_checked(struct nidx *x, const char *ident, int fresh)
 
 	snprintf(x->ident, sizeof(x->ident), "%s", ident);
 	if (open_db(x) && (!x->db || reopen_empty(x))) {
-		warn(x, "cannot be opened: running without it");
+		nidx_warn(x, "cannot be opened: running without it");
 		goto off;
 	}
 	if (fresh) {
@@ -296,12 +296,12 @@ static int open_checked(struct nidx *x, const char *ident, int fresh)
 	}
 	if (meta_int(x, "version", &ver) || ver != NI_VERSION ||
 	    exec(x, "SELECT dir, name, ino, t FROM ent LIMIT 0")) {
-		warn(x, "damaged or of another version: not used, rebuilt");
+		nidx_warn(x, "damaged or of another version: not used, rebuilt");
 		snprintf(x->why, sizeof(x->why), "damaged: rebuilt");
 		goto rebuild;
 	}
 	if (!meta_text_is(x, "ident", ident)) {
-		warn(x, "of another filesystem or chj device: not used, rebuilt");
+		nidx_warn(x, "of another filesystem or chj device: not used, rebuilt");
 		snprintf(x->why, sizeof(x->why), "of another filesystem: rebuilt");
 		goto rebuild;
 	}
@@ -315,7 +315,7 @@ static int open_checked(struct nidx *x, const char *ident, int fresh)
 	return 0;
 rebuild:
 	if (fill(x, ident) && (reopen_empty(x) || fill(x, ident))) {
-		warn(x, "cannot be rebuilt: running without it");
+		nidx_warn(x, "cannot be rebuilt: running without it");
 		goto off;
 	}
 	return 0;
@@ -356,7 +356,7 @@ int nidx_open(struct resolver *r, struct nidx *x)
 		return -1;
 	}
 	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_uid != 0 || (st.st_mode & 077)) {
-		warn(x, "not a regular file of root's, mode 0600: running without the cache");
+		nidx_warn(x, "not a regular file of root's, mode 0600: running without the cache");
 		snprintf(r->st.cache, sizeof(r->st.cache), "not used: unsafe file");
 		close(fd);
 		return -1;
@@ -399,11 +399,11 @@ int nidx_clear(struct nidx *x)
 	    !prepare_all(x))
 		return 0;
 	/* Rows SQLite cannot delete (a damaged file): start it anew. */
-	warn(x, "damaged: rebuilt");
+	nidx_warn(x, "damaged: rebuilt");
 	if (!fill(x, x->ident) || (!reopen_empty(x) && !fill(x, x->ident)))
 		return 0;
 bad:
-	warn(x, "cannot be rebuilt: running without it");
+	nidx_warn(x, "cannot be rebuilt: running without it");
 	x->failed = 1;
 	return -1;
 }
@@ -437,7 +437,7 @@ static sqlite3_stmt *q_start(struct nidx *x, int i, uint64_t a)
 static int q_fail(struct nidx *x)
 {
 	if (!x->failed)
-		warn(x, "a lookup failed or found a damaged row: not used, rebuilt");
+		nidx_warn(x, "a lookup failed or found a damaged row: not used, rebuilt");
 	x->failed = 1;
 	return -1;
 }

@@ -105,7 +105,7 @@ static const char schema[] =
 	" until_e INTEGER NOT NULL, h BLOB, PRIMARY KEY(root, ino, from_e)) WITHOUT ROWID;"
 	"CREATE INDEX rec_closed ON rec(until_e) WHERE until_e < 4611686018427387904;";
 
-static void warn(struct store *s, const char *what)
+static void store_warn(struct store *s, const char *what)
 {
 	fprintf(stderr, "chj-resolve: warning: state store %s: %s\n", s->path, what);
 }
@@ -253,17 +253,17 @@ static void plan(struct store *s, const char *ident)
 	      meta_get(db, "key", s->key, sizeof(s->key)) ||
 	      exec(db, "SELECT root, ino, from_e, until_e, h FROM rec LIMIT 0");
 	if (!bad && (meta_get(db, "ident", id, strlen(ident)) || strcmp(id, ident))) {
-		warn(s, "of another filesystem or chj device: not used, rebuilt");
+		store_warn(s, "of another filesystem or chj device: not used, rebuilt");
 		snprintf(s->why, sizeof(s->why), "of another filesystem: rebuilt");
 		goto rebuild;
 	}
 	if (bad || snapshots(db, r->since, &has, &s->latest)) {
-		warn(s, "damaged or of another version: not used, rebuilt");
+		store_warn(s, "damaged or of another version: not used, rebuilt");
 		snprintf(s->why, sizeof(s->why), "damaged: rebuilt");
 		goto rebuild;
 	}
 	if (s->latest > r->current_epoch) {
-		warn(s, "holds epochs newer than the current one: not used, rebuilt");
+		store_warn(s, "holds epochs newer than the current one: not used, rebuilt");
 		snprintf(s->why, sizeof(s->why), "from a newer epoch %llu: rebuilt",
 			 (unsigned long long)s->latest);
 		goto rebuild;
@@ -286,7 +286,7 @@ static void plan(struct store *s, const char *ident)
 		snprintf(m, sizeof(m), "no state for epoch %llu (newest %llu): listing conservatively%s",
 			 (unsigned long long)r->since, (unsigned long long)s->latest,
 			 s->update == ST_UPD_FULL ? ", rebuilt" : "");
-		warn(s, m);
+		store_warn(s, m);
 		snprintf(s->why, sizeof(s->why), "no state for epoch %llu", (unsigned long long)r->since);
 	} else {
 		snprintf(s->why, sizeof(s->why), "state of epoch %llu used", (unsigned long long)r->since);
@@ -301,7 +301,7 @@ rebuild:
 		char m[300];
 
 		snprintf(m, sizeof(m), "cannot be rebuilt (%s): running without it", s->err);
-		warn(s, m);
+		store_warn(s, m);
 		s->update = ST_UPD_NONE;
 	}
 }
@@ -331,31 +331,31 @@ void store_open(struct resolver *r, struct store *s, const char *ident)
 		int fd;
 
 		if (errno != ENOENT) {
-			warn(s, strerror(errno));
+			store_warn(s, strerror(errno));
 			goto off;
 		}
 		fd = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 		if (fd < 0) {
-			warn(s, strerror(errno));
+			store_warn(s, strerror(errno));
 			goto off;
 		}
 		close(fd);
 		fresh = 1;
 	} else if (!S_ISREG(st.st_mode) || st.st_uid != 0 || (st.st_mode & 077)) {
-		warn(s, "not a regular file of root's, mode 0600: running without it");
+		store_warn(s, "not a regular file of root's, mode 0600: running without it");
 		goto off;
 	}
 	close(dfd);
 	dfd = -1;
 	if (open_db(s)) {
-		warn(s, "cannot be opened: running without it");
+		store_warn(s, "cannot be opened: running without it");
 		goto off;
 	}
 	if (fresh) {
 		snprintf(s->why, sizeof(s->why), "created");
 		s->update = ST_UPD_FULL;
 		if (reset(s, ident)) {
-			warn(s, "cannot be created: running without it");
+			store_warn(s, "cannot be created: running without it");
 			s->update = ST_UPD_NONE;
 		}
 		return;
@@ -365,7 +365,7 @@ void store_open(struct resolver *r, struct store *s, const char *ident)
 	    sqlite3_prepare_v2(s->db,
 			       "SELECT h FROM rec WHERE root = ?1 AND ino = ?2 AND from_e <= ?3 AND until_e > ?3",
 			       -1, (sqlite3_stmt **)&s->q_get, NULL)) {
-		warn(s, "damaged: not used, rebuilt");
+		store_warn(s, "damaged: not used, rebuilt");
 		s->can_compare = 0;
 		s->update = ST_UPD_FULL;
 		if (reset(s, ident))
@@ -413,7 +413,7 @@ int store_same(struct store *s, uint64_t root, uint64_t ino, const uint8_t h[ST_
 	if (rc != SQLITE_DONE) {
 		/* Damaged: nothing it said counts (the caller drops nothing). */
 		s->failed = 1;
-		warn(s, "a lookup failed (damaged?): not used, rebuilt");
+		store_warn(s, "a lookup failed (damaged?): not used, rebuilt");
 		snprintf(s->why, sizeof(s->why), "a lookup failed: rebuilt");
 		return 0;
 	}
@@ -664,7 +664,7 @@ void store_commit(struct store *s)
 
 		snprintf(m, sizeof(m), "the current epoch's marks cannot be read (%s): not updated",
 			 r->err);
-		warn(s, m);
+		store_warn(s, m);
 		snprintf(s->why, sizeof(s->why), "not updated: marks unreadable");
 		/* Not the run's failure: the answer does not depend on it. */
 		memcpy(r->err, s->saved_err, sizeof(r->err));
@@ -679,7 +679,7 @@ void store_commit(struct store *s)
 			s->marked++;
 		}
 	if (write_snapshot(s)) {
-		warn(s, sqlite3_errmsg(s->db));
+		store_warn(s, sqlite3_errmsg(s->db));
 		snprintf(s->why, sizeof(s->why), "not updated: %s", sqlite3_errmsg(s->db));
 	}
 out:

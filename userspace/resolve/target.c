@@ -111,12 +111,9 @@ static int read_changes_file(struct resolver *r, const char *path)
 	/* The current epoch, for the state store (none without it). */
 	{
 		const char *ep = test_hook("CHJ_RESOLVE_EPOCH");
-		char *end;
 
 		if (ep && *ep) {
-			errno = 0;
-			r->current_epoch = strtoull(ep, &end, 10);
-			if (errno || *end || !r->current_epoch)
+			if (chj_parse_u64(ep, &r->current_epoch) || !r->current_epoch)
 				return rx_fail(r, RX_ERROR, "CHJ_RESOLVE_EPOCH: bad epoch %s", ep);
 			r->epoch_known = 1;
 		}

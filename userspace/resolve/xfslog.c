@@ -449,7 +449,7 @@ static void region_append(struct xtrans *t, const unsigned char *d, size_t len)
 		scan_append(t, d, len);
 }
 
-static void emit(struct xlog *l, struct xtrans *t)
+static void emit_trans(struct xlog *l, struct xtrans *t)
 {
 	if (test_hook("CHJ_RESOLVE_DEBUG"))
 		fprintf(stderr, "xfslog: tid %08x touched %d: %zu inodes (first %llu), %zu buffer ranges, %zu entry inode numbers\n",
@@ -528,7 +528,7 @@ static int record_ops(struct xlog *l, const unsigned char *dp, uint32_t len, uin
 		case XLOG_COMMIT_TRANS:
 			rc = finish_region(l, t);
 			if (!rc)
-				emit(l, t);
+				emit_trans(l, t);
 			free_trans(l, t);
 			break;
 		case XLOG_UNMOUNT_TRANS:
@@ -908,7 +908,7 @@ int xlog_scan(struct resolver *r, const struct xfs_geo *g, const struct rangeset
 		rc = finish_region(&l, t);
 		if (rc)
 			goto out;
-		emit(&l, t);
+		emit_trans(&l, t);
 	}
 	out->complete = have_p0 && !l.incomplete;
 	if (test_hook("CHJ_RESOLVE_DEBUG"))

@@ -7,18 +7,34 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "libchj.h"
 #include "resolve.h"
 #include "suites.h"
 
 static struct resolver r;
 
-/* Parse the given words (NULL-terminated), stderr and stdout silenced. */
-static int parse(const char *first, ...)
+/* What resolve_parse_args printed on stdout and stderr. */
+static char out[4096], err[4096];
+
+static void slurp_fd(FILE *f, char *buf, size_t len)
+{
+	size_t n;
+
+	rewind(f);
+	n = fread(buf, 1, len - 1, f);
+	buf[n] = 0;
+	fclose(f);
+}
+
+/* Parse the given words (NULL-terminated); stdout and stderr land in out, err. */
+static int parse_words(const char *first, ...)
 {
 	char *argv[16] = { "chj-resolve" };
-	int argc = 1, rc, so, se, nul = open("/dev/null", O_WRONLY);
+	int argc = 1, rc, so, se;
+	FILE *fo = tmpfile(), *fe = tmpfile();
 	va_list ap;
 
+	ck_assert(fo && fe);
 	va_start(ap, first);
 	for (const char *a = first; a; a = va_arg(ap, const char *))
 		argv[argc++] = (char *)a;
@@ -28,8 +44,8 @@ static int parse(const char *first, ...)
 	fflush(stderr);
 	so = dup(1);
 	se = dup(2);
-	dup2(nul, 1);
-	dup2(nul, 2);
+	dup2(fileno(fo), 1);
+	dup2(fileno(fe), 2);
 	rc = resolve_parse_args(&r, argc, argv);
 	fflush(stdout);
 	fflush(stderr);
@@ -37,36 +53,47 @@ static int parse(const char *first, ...)
 	dup2(se, 2);
 	close(so);
 	close(se);
-	close(nul);
+	slurp_fd(fo, out, sizeof(out));
+	slurp_fd(fe, err, sizeof(err));
 	return rc;
 }
 
 START_TEST(options)
 {
-	ck_assert_int_eq(parse("--since", "7", "--json", "--mount", "/m", "--stats", "dev", NULL), 0);
+	ck_assert_int_eq(parse_words("--since", "7", "--json", "--mount", "/m", "--stats", "dev", NULL), 0);
 	ck_assert(r.have_since);
 	ck_assert_uint_eq(r.since, 7);
 	ck_assert_int_eq(r.out_mode, 2);
 	ck_assert_str_eq(r.mount_opt, "/m");
 	ck_assert(r.want_stats);
 	ck_assert_str_eq(r.device_arg, "dev");
-	ck_assert_int_eq(parse("-0", "/dev/mapper/x", NULL), 0);
+	ck_assert_int_eq(parse_words("-0", "/dev/mapper/x", NULL), 0);
 	ck_assert_int_eq(r.out_mode, 1);
 	ck_assert(!r.have_since);
-	ck_assert_int_eq(parse("--help", NULL), -1);
-	ck_assert_int_eq(parse("-h", NULL), -1);
+	ck_assert_int_eq(parse_words("--help", NULL), -1);
+	ck_assert_int_eq(parse_words("-h", NULL), -1);
+	ck_assert_ptr_nonnull(strstr(out, "Usage: chj-resolve"));
+	/* One release number with chj: chj --version prints the same. */
+	ck_assert_int_eq(parse_words("--version", NULL), -1);
+	ck_assert_str_eq(out, "chj-resolve " CHJ_RELEASE " (metadata format 2)\n");
 }
 END_TEST
 
 START_TEST(usage_errors)
 {
-	ck_assert_int_eq(parse(NULL), RX_USAGE);
-	ck_assert_int_eq(parse("-0", "--json", "d", NULL), RX_USAGE);
-	ck_assert_int_eq(parse("--since", "x7", "d", NULL), RX_USAGE);
-	ck_assert_int_eq(parse("--since", "-1", "d", NULL), RX_USAGE);
-	ck_assert_int_eq(parse("--since", NULL), RX_USAGE);
-	ck_assert_int_eq(parse("--bogus", "d", NULL), RX_USAGE);
-	ck_assert_int_eq(parse("d", "e", NULL), RX_USAGE);
+	ck_assert_int_eq(parse_words(NULL), RX_USAGE);
+	ck_assert_int_eq(parse_words("-0", "--json", "d", NULL), RX_USAGE);
+	ck_assert_int_eq(parse_words("--since", "x7", "d", NULL), RX_USAGE);
+	ck_assert_int_eq(parse_words("--since", "-1", "d", NULL), RX_USAGE);
+	ck_assert_int_eq(parse_words("--since", NULL), RX_USAGE);
+	ck_assert_ptr_nonnull(strstr(err, "chj-resolve: option '--since' needs an argument\n"));
+	ck_assert_int_eq(parse_words("--mount", NULL), RX_USAGE);
+	ck_assert_ptr_nonnull(strstr(err, "option '--mount' needs an argument"));
+	ck_assert_int_eq(parse_words("--bogus", "d", NULL), RX_USAGE);
+	ck_assert_ptr_nonnull(strstr(err, "chj-resolve: unknown option '--bogus'\n"));
+	ck_assert_int_eq(parse_words("-x", "d", NULL), RX_USAGE);
+	ck_assert_ptr_nonnull(strstr(err, "unknown option '-x'"));
+	ck_assert_int_eq(parse_words("d", "e", NULL), RX_USAGE);
 }
 END_TEST
 

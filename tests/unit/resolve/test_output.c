@@ -7,7 +7,7 @@
 #include "resolve.h"
 #include "suites.h"
 
-static char *line(const char *path)
+static char *escaped_line(const char *path)
 {
 	char *buf = NULL;
 	size_t len = 0;
@@ -18,7 +18,7 @@ static char *line(const char *path)
 	return buf;
 }
 
-static char *json(const char *s)
+static char *json_escaped(const char *s)
 {
 	char *buf = NULL;
 	size_t len = 0;
@@ -29,8 +29,8 @@ static char *json(const char *s)
 	return buf;
 }
 
-#define CHECK_LINE(in, want) do { char *g = line(in); ck_assert_str_eq(g, want); free(g); } while (0)
-#define CHECK_JSON(in, want) do { char *g = json(in); ck_assert_str_eq(g, want); free(g); } while (0)
+#define CHECK_LINE(in, want) do { char *g = escaped_line(in); ck_assert_str_eq(g, want); free(g); } while (0)
+#define CHECK_JSON(in, want) do { char *g = json_escaped(in); ck_assert_str_eq(g, want); free(g); } while (0)
 
 START_TEST(plain_paths_are_literal)
 {

@@ -54,7 +54,7 @@ static void fake_headers(uint32_t len, uint32_t size, uint32_t version)
 	}
 }
 
-static int scan(struct xlog_out *out, char *why, size_t whylen)
+static int scan_log(struct xlog_out *out, char *why, size_t whylen)
 {
 	static struct resolver r;
 	struct xfs_geo g;
@@ -104,7 +104,7 @@ START_TEST(header_shaped_blocks_cost_a_bounded_read)
 	/* 8192 headers, each claiming 256 KiB (8 headers' worth of cycle
 	 * words): 2.2 GB of reads without the bound. */
 	fake_headers(256u * 1024, 256u * 1024, 2);
-	rc = scan(&out, why, sizeof(why));
+	rc = scan_log(&out, why, sizeof(why));
 	ck_assert_int_eq(rc, RX_FULL_SCAN);
 	ck_assert_msg(strstr(why, "header-shaped"), "why: %s", why);
 	ck_assert_msg(out.read_bytes <= 3ull * LOG_BYTES,
@@ -125,7 +125,7 @@ START_TEST(small_false_headers_are_all_tried)
 	int rc;
 
 	fake_headers(BB, 32768, 2);
-	rc = scan(&out, why, sizeof(why));
+	rc = scan_log(&out, why, sizeof(why));
 	ck_assert_int_eq(rc, RX_FULL_SCAN);
 	ck_assert_msg(strstr(why, "no readable record"), "why: %s", why);
 	ck_assert_uint_eq(out.read_bytes, 2ull * LOG_BYTES);

@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: GPL-2.0 OR MIT */
 /*
  * Fixed-endian loads from on-disk structures read into byte buffers, and
- * stores (the name-cache file): any alignment, any host byte order.  ext4,
- * btrfs and the name cache are little-endian; XFS and jbd2 are big-endian;
- * XFS log items carry both.  The only byte-order helpers of chj-resolve.
+ * stores: any alignment, any host byte order.  ext4, btrfs, the name cache
+ * and dm-log-writes logs are little-endian; XFS, jbd2 and qcow2 are
+ * big-endian; XFS log items carry both.  The only byte-order helpers for
+ * byte buffers in chj (chj-resolve, libchj's qcow2 writer, lw-replay, the
+ * unit tests); chj's own aligned structures use chj_le32()/chj_le64() of
+ * chj_format.h.
  */
-#ifndef CHJ_RESOLVE_BYTES_H
-#define CHJ_RESOLVE_BYTES_H
+#ifndef CHJ_BYTES_H
+#define CHJ_BYTES_H
 
 #include <stdint.h>
 
@@ -50,6 +53,18 @@ static inline void put_le64(unsigned char *p, uint64_t v)
 {
 	put_le32(p, (uint32_t)v);
 	put_le32(p + 4, (uint32_t)(v >> 32));
+}
+
+static inline void put_be32(unsigned char *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (unsigned char)(v >> (8 * (3 - i)));
+}
+
+static inline void put_be64(unsigned char *p, uint64_t v)
+{
+	put_be32(p, (uint32_t)(v >> 32));
+	put_be32(p + 4, (uint32_t)v);
 }
 
 #endif
