@@ -133,6 +133,10 @@ int dircur_dir(struct dircur *c, const char *dir, size_t len)
 {
 	size_t plen = c->n ? c->end[c->n - 1] : 0, same = 0, m = 0, s;
 
+	if (len && dir[len - 1] == '/') {
+		errno = ENOENT;	/* an empty name: not a path this code made */
+		return -1;
+	}
 	/* The levels the cursor's path shares with dir, whole components. */
 	while (same < plen && same < len && c->path[same] == dir[same])
 		same++;
