@@ -22,6 +22,12 @@
 #   growfs   (XFS) xfs_growfs, then a file in the new allocation groups:
 #            listed (the on-disk superblock lagged: its blocks were
 #            "outside").
+#   fds      a file at the bottom of a 40-level tree, its data blocks
+#            alone changed, resolved under every open-file limit from 8 to
+#            80 (CAP_SYS_RESOURCE dropped: the limit cannot be raised):
+#            each run lists it (exit 0) or ends in exit 3 "full scan
+#            needed", never exit 0 without it nor exit 1 (XFS rmapbt=0
+#            dropped its extents when the open failed: exit 0, not listed).
 #
 #   tests/resolve/hostile.sh ext4|xfs|xfs-normap|btrfs
 # Needs root and loop devices; work files in $TMPDIR.  KEEP=1 keeps them.
@@ -374,4 +380,57 @@ xfs|xfs-normap)
 	listed big
 	;;
 esac
+echo "--- $fs: fds"
+mkfs_mount
+python3 - "$mnt" <<'EOF'
+import os, sys
+fd = os.open(sys.argv[1], os.O_DIRECTORY)
+for i in range(40):
+    os.mkdir('n%d' % i, dir_fd=fd)
+    n = os.open('n%d' % i, os.O_DIRECTORY, dir_fd=fd)
+    os.close(fd)
+    fd = n
+# Big enough to get blocks of its own (not inline, not in the inode).
+with open(os.open('f', os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd), 'wb') as f:
+    f.write(b'z' * 65536)
+os.close(fd)
+EOF
+frel=$(printf 'n%d/' $(seq 0 39))f
+sync
+# The change map: the file's data blocks only (FIEMAP, from outside the
+# resolver), so that only mapping the file attributes them.
+python3 - "$mnt/$frel" >"$work/changes" <<'EOF' || fail "fds: no extents"
+import fcntl, struct, sys
+fd = open(sys.argv[1], 'rb')
+buf = bytearray(struct.pack('=QQIIII', 0, 1 << 62, 1, 0, 32, 0) + bytes(56 * 32))
+fcntl.ioctl(fd, 0xC020660B, buf)
+n = struct.unpack_from('=I', buf, 20)[0]
+assert n > 0
+for i in range(n):
+    log, phys, ln = struct.unpack_from('=QQQ', buf, 32 + 56 * i)
+    print(phys // 512, (ln + 511) // 512)
+EOF
+n0=0 n3=0
+for lim in $(seq 8 80); do
+	rc=0
+	setpriv --bounding-set -sys_resource bash -c 'ulimit -n "$1"; shift; exec "$@"' - "$lim" \
+		env CHJ_RESOLVE_CACHE=off CHJ_RESOLVE_CHANGES="$work/changes" timeout 60 "$RESOLVE" --json "$loop" \
+		>"$work/out" 2>"$work/err" || rc=$?
+	case $rc in
+	0) python3 - "$work/out" "$mnt/$frel" <<'EOF' || fail "fds: limit $lim: exit 0 without the file: $(tail -n 3 "$work/err")"
+import json, sys
+sys.exit(0 if any(json.loads(l)['path'] == sys.argv[2] for l in open(sys.argv[1])) else 1)
+EOF
+	   n0=$((n0 + 1)) ;;
+	3) grep -q 'full scan needed' "$work/err" || fail "fds: limit $lim: $(cat "$work/err")"
+	   n3=$((n3 + 1)) ;;
+	*) fail "fds: limit $lim: exit $rc: $(tail -n 3 "$work/err")" ;;
+	esac
+done
+echo "fds: limits 8-80: $n0 listed, $n3 exit 3"
+# The sweep reaches a limit that is enough, and (but on btrfs, which
+# names inodes by their INODE_REF items, not by a walk) one that is not.
+[ $n0 -gt 0 ] || fail "fds: never listed"
+[ $n3 -gt 0 ] || [ "$fs" = btrfs ] || fail "fds: never exit 3: the sweep missed the limit"
+
 echo "PASS hostile $fs"
