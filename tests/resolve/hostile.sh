@@ -9,8 +9,12 @@
 #            and by the name cache;
 #   links    100000 hard links (ext4, btrfs: 64000) to one changed file: every path, in bounded
 #            time (the duplicate check was quadratic);
-#   cache    a FIFO, a symlink and a world-writable directory planted as
-#            the name cache: a warning, no hang, the same answer;
+#   cache    a FIFO, a symlink, a world-writable directory and one of
+#            another user's planted as the name cache: a warning, no hang,
+#            the same answer;
+#   hooks    (ext4) the installed chj-resolve has no test hooks: given
+#            CHJ_RESOLVE_CHANGES on a device that is not dm-chj it refuses
+#            (chj-resolve-test answers), and the name is not in the binary;
 #   unowned  (ext4) a changed block allocated to no inode: exit 3 (it was
 #            counted "unattributed" with exit 0);
 #   maps     (ext4) malformed extent trees (a shared leaf, a torn leaf, a
@@ -216,6 +220,14 @@ if [ $uses_cache = 1 ]; then
 	grep -q 'warning: name cache directory' "$work/err" || fail "no warning for a world-writable directory"
 	[ -z "$(ls "$CHJ_RESOLVE_CACHE_DIR")" ] || fail "a cache was written to a world-writable directory"
 	chmod 700 "$CHJ_RESOLVE_CACHE_DIR"
+	# Mode 0700 but another user's: that user could swap the file.
+	chown 65534 "$CHJ_RESOLVE_CACHE_DIR"
+	resolve
+	[ $rc = 0 ] || fail "a cache directory of another user's: exit $rc"
+	grep -q 'warning: name cache directory' "$work/err" || fail "no warning for a directory of another user's"
+	[ -z "$(ls "$CHJ_RESOLVE_CACHE_DIR")" ] || fail "a cache was written to a directory of another user's"
+	listed "$long" links/target
+	chown 0 "$CHJ_RESOLVE_CACHE_DIR"
 fi
 
 case $fs in
@@ -339,6 +351,23 @@ esac
 
 case $fs in
 ext4)
+	echo "--- $fs: hooks"
+	mkfs_mount
+	echo data >"$mnt/h"
+	changes 0 640
+	resolve CHJ_RESOLVE_CACHE=off
+	[ $rc = 0 ] || fail "hooks: chj-resolve-test: exit $rc"
+	listed h
+	rc=0
+	CHJ_RESOLVE_CACHE=off CHJ_RESOLVE_CHANGES="$work/changes" "$root/userspace/chj-resolve" -0 "$loop" \
+		>"$work/out" 2>"$work/err" || rc=$?
+	[ $rc != 0 ] && [ ! -s "$work/out" ] ||
+		fail "hooks: chj-resolve took CHJ_RESOLVE_CHANGES: exit $rc, $(tr -cd '\0' <"$work/out" | wc -c) paths"
+	grep -q 'not a device-mapper device' "$work/err" || fail "hooks: $(cat "$work/err")"
+	for h in CHJ_RESOLVE_CHANGES CHJ_RESOLVE_EPOCH CHJ_RESOLVE_DEBUG CHJ_RESOLVE_STORE_RACE CHJ_RESOLVE_PROGRESS_AFTER; do
+		! grep -q "$h" "$root/userspace/chj-resolve" || fail "hooks: $h in the installed binary"
+		grep -q "$h" "$RESOLVE" || fail "hooks: $h not in $RESOLVE (the check above proves nothing)"
+	done
 	echo "--- $fs: unowned block"
 	mkfs_mount
 	umount "$mnt"
