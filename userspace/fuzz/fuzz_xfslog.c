@@ -70,6 +70,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	g.log_start = 0;
 	g.log_bytes = logsz;
 	g.crc = data[0] & 1;
+	/* The filesystem's UUID: the one in the log's first block (records
+	 * of another UUID are not this log's; with an all-zero UUID the
+	 * seed's records were never parsed). */
+	memcpy(g.uuid, data + 1 + 304, sizeof(g.uuid));
 	rs_init(&ch);
 	if (data[0] >> 1) {
 		uint64_t part = logsz / 8 / 512 * 512;
