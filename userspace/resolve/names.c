@@ -335,8 +335,11 @@ static int reread(struct nctx *c, uint64_t dir, int fd, struct pending *p)
 		if (t == DT_UNKNOWN) {
 			struct stat st;
 
-			if (fstatat(dirfd(dp), de->d_name, &st, AT_SYMLINK_NOFOLLOW))
-				continue;
+			if (fstatat(dirfd(dp), de->d_name, &st, AT_SYMLINK_NOFOLLOW)) {
+				if (path_gone(errno))
+					continue;
+				break;	/* errno set: the index not updated */
+			}
 			t = S_ISDIR(st.st_mode) ? DT_DIR : S_ISREG(st.st_mode) ? DT_REG :
 			    S_ISLNK(st.st_mode) ? DT_LNK : DT_UNKNOWN;
 		}
