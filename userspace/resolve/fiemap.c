@@ -120,6 +120,15 @@ int fiemap_item_ranges(struct resolver *r, struct dircur *cur, struct item *it,
 	if (fd < 0) {
 		if (path_gone(errno))
 			return RX_OK;	/* gone since: whatever is there is new */
+		/* Under another process's lease: its extents cannot be read
+		 * now, so the whole file counts. */
+		if (errno == EWOULDBLOCK && !dircur_lstat(cur, it->paths[0], &st) &&
+		    S_ISREG(st.st_mode)) {
+			rs_add(&it->ranges, 0, (uint64_t)st.st_size);
+			rs_normalize(&it->ranges);
+			it->size = (uint64_t)st.st_size;
+			return RX_OK;
+		}
 		/* Its ranges would be short. */
 		return rx_fail(r, RX_FULL_SCAN, "%s/%s: %s", r->mnt, it->paths[0], strerror(errno));
 	}

@@ -214,6 +214,7 @@ struct stats {
 	uint64_t name_same;		/* XFS: such entries left out, the same
 					   as at the epoch's start (store) */
 	uint64_t dirs_walked, entries_walked, files_mapped;
+	uint64_t unmapped;	/* files listed whole: their extents unreadable (a lease) */
 	int full_scan;			/* ext4: every inode had to be scanned */
 	char cache[160];		/* what the name cache did */
 	char state[320];		/* what the state store did */

@@ -580,6 +580,20 @@ static int walk_visit(struct resolver *r, const struct walk_entry *e, void *ctx)
 	if (fd < 0) {
 		if (path_gone(errno))
 			return 0;	/* gone since its directory was read */
+		if (errno == EWOULDBLOCK && e->type == FT_REG) {
+			/*
+			 * A lease another process holds (any user may take
+			 * one on their own file): its extents cannot be read
+			 * now, so every block of it counts as changed: the
+			 * file is listed whole (and its --json range).
+			 */
+			struct item *it = res_get(&x->r->res, 0, e->ino);
+
+			it->reasons |= RSN_DATA | RSN_MAPPING;
+			it->type = FT_REG;
+			x->r->st.unmapped++;
+			return 0;
+		}
 		/* Its extents unknown: the changes in them would be dropped. */
 		return rx_fail(x->r, RX_FULL_SCAN, "%s/%s: %s", x->r->mnt, e->rel, strerror(errno));
 	}
