@@ -207,18 +207,20 @@ static const char *dir_rel(struct nctx *c, uint64_t ino)
 }
 
 /*
- * Opening a directory by its path costs a lookup per component not shared
- * with the path the cursor stood on: directories taken in path order cost
- * one each, but a user's 5000-level tree taken in another order would make
- * the refresh quadratic.  The lookups made are counted against a budget a
- * walk's cost bounds (a few per indexed entry); past it the index is given
- * up and the tree walked (linear, by fds).
+ * The refresh and the naming cost index searches (a directory's path is
+ * looked up a level at a time, again after a re-read that moved or added
+ * directories) and openat calls (one per component not shared with the
+ * path the cursor stood on).  A user's tree of new directories 5000 levels
+ * deep makes the searches quadratic (12.5 million, 471 s in the VM): both
+ * are counted against a budget a walk's cost bounds (a few per indexed
+ * entry); past it the index is given up and the tree walked (linear, by
+ * fds).
  */
 static int spend(struct nctx *c, uint64_t *budget)
 {
-	uint64_t n = c->cur.opens - c->charged;
+	uint64_t now = c->cur.opens + c->x->looked, n = now - c->charged;
 
-	c->charged = c->cur.opens;
+	c->charged = now;
 	if (n > *budget)
 		return -1;
 	*budget -= n;
@@ -238,20 +240,22 @@ static int relino_cmp(const void *pa, const void *pb)
 }
 
 /* Pending directories in the order of their paths (those without one
- * last): a cursor then opens each level once. */
-static void pend_sort(struct nctx *c, uint64_t *v, size_t n)
+ * last): a cursor then opens each level once.  -1 past the budget. */
+static int pend_sort(struct nctx *c, uint64_t *v, size_t n, uint64_t *budget)
 {
 	struct relino *ri;
 	size_t k = 0;
 
 	if (n < 2)
-		return;
+		return 0;
 	ri = xmalloc(n * sizeof(*ri));
 	for (size_t i = 0; i < n; i++) {
 		const char *rel = dir_rel(c, v[i]);
 
-		if (c->x->failed)
-			break;
+		if (c->x->failed || spend(c, budget)) {
+			free(ri);
+			return -1;
+		}
 		ri[i].rel = rel ? rel : "";
 		ri[i].ino = v[i];
 		k = i + 1;
@@ -260,6 +264,7 @@ static void pend_sort(struct nctx *c, uint64_t *v, size_t n)
 	for (size_t i = 0; i < k; i++)
 		v[i] = ri[i].ino;
 	free(ri);
+	return 0;
 }
 
 /* ---- building from the walk ---- */
@@ -451,11 +456,16 @@ static int refresh(struct nctx *c, uint64_t *reread_n, uint64_t *budget)
 		else if (k)
 			push(&p.pend, &p.np, &p.pcap, it->ino);
 	}
+	/* The searches above are one or two per result: linear, not charged. */
+	c->charged = c->cur.opens + c->x->looked;
 	while (!rc && p.np && progress) {
 		size_t keep = 0;
 
 		progress = 0;
-		pend_sort(c, p.pend, p.np);
+		if (pend_sort(c, p.pend, p.np, budget)) {
+			rc = 1;
+			break;
+		}
 		for (size_t i = 0; i < p.np; i++) {
 			uint64_t ino = p.pend[i];
 			const char *rel;
@@ -560,7 +570,9 @@ static int index_paths(struct nctx *c, uint64_t *dropped, uint64_t *budget)
 		}
 	}
 	/* By directory, in path order: each directory's path is looked up
-	 * once, and the cursor opens each level once. */
+	 * once, and the cursor opens each level once.  The searches above
+	 * (one per listed inode) are not charged. */
+	c->charged = c->cur.opens + c->x->looked;
 	if (all.n > 1)
 		qsort(all.v, all.n, sizeof(*all.v), by_dir);
 	for (size_t i = 0; i < all.n;) {
@@ -570,7 +582,7 @@ static int index_paths(struct nctx *c, uint64_t *dropped, uint64_t *budget)
 
 		while (end < all.n && all.v[end].dir == dir)
 			end++;
-		if (c->x->failed) {
+		if (c->x->failed || spend(c, budget)) {
 			rc = 1;
 			break;
 		}
