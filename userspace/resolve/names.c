@@ -449,8 +449,11 @@ static int refresh(struct nctx *c, uint64_t *reread_n, uint64_t *budget)
 
 		if (!it || !it->reasons || it->root)
 			continue;
-		/* A directory by its inode, or by what the index knows. */
-		k = it->type == FT_DIR ? 1 : known_dir(c->x, it->ino);
+		/* A directory by its inode, or by what the index knows; the
+		 * root always (no entry names it, and empty when the index
+		 * was written it had no rows: its new entries were never
+		 * read, and what is under them went unnamed, exit 0). */
+		k = it->type == FT_DIR || it->ino == c->x->root ? 1 : known_dir(c->x, it->ino);
 		if (k < 0)
 			rc = 1;
 		else if (k)
