@@ -170,7 +170,7 @@ diffmap() {
 	printf 'kind\tresolve\n'
 	printf 'kernel\t%s\n' "$(uname -r)"
 	printf 'date\t%s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)"
-	printf 'backing\thost-loop-dio-on-reflinked-file\n'
+	printf 'backing\thost-loop-%s-on-reflinked-file\n' "$([ "$(cat /sys/block/"${loop#/dev/}"/loop/dio)" = 1 ] && echo dio || echo buffered)"
 	printf 'params\tfiles=%s fs=%s changed=%s reps=%s file_size=%s methods=find-stat,chj-resolve-cold,chj-resolve,chj-resolve-warm tree=host-made mount=noatime page_cache=dropped where=host changes=image-diff\n' \
 		"$n" "$fs" "$pct" "$reps" "$size"
 	printf 'guest\thost:%s\n' "$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1 | tr ' ' _)x$(nproc)"
