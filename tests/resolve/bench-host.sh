@@ -43,7 +43,7 @@ reps=${5:-3}
 DIR=${BENCH_HOST_DIR:?BENCH_HOST_DIR: a directory on a filesystem with reflinks}
 R=$root/userspace/chj-resolve-test
 GUEST=$root/scripts/bench-db/chj-benchguest
-[ -x "$R" ] && [ -x "$GUEST" ] || { echo "bench-host: build first (make)" >&2; exit 2; }
+if [ ! -x "$R" ] || [ ! -x "$GUEST" ]; then echo "bench-host: build first (make)" >&2; exit 2; fi
 size=4096
 
 log() { echo "bench-host: $*" >&2; }
