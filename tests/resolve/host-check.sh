@@ -11,7 +11,8 @@
 # HOST_WRAP_FILES=N creates N files after the checkpoint, touches them all
 # HOST_WRAP_ROUNDS (40) times with a sync each time, and deletes half:
 # enough to wrap an XFS log of 64 MiB since the checkpoint.
-# Then, with no MKFS_OPTION, tests/resolve/hostile.sh for the filesystem.
+# Then, with no MKFS_OPTION, tests/resolve/hostile.sh for the filesystem,
+# and store-clock.sh (ext4) or store-clock-xfs.sh (XFS).
 # Needs root and loop devices.  Work files go to $TMPDIR (default /tmp);
 # KEEP=1 keeps them.  Prints "precision FS ROUND VALUE" lines.
 set -euo pipefail
@@ -287,6 +288,10 @@ if [ $# = 0 ] && [ -z "${HOST_WRAP_FILES:-}" ]; then
 	umount "$mnt"
 	"$here/hostile.sh" "$fs"
 	# The state store uses no clock (times put back, a clock stepped back).
-	if [ "$fs" = ext4 ]; then "$here/store-clock.sh"; fi
+	case $fs in
+	ext4) "$here/store-clock.sh" ;;
+	xfs) "$here/store-clock-xfs.sh" -m rmapbt=1,reflink=1 ;;
+	xfs-normap) "$here/store-clock-xfs.sh" -m rmapbt=0,reflink=1 ;;
+	esac
 fi
 echo "PASS host-check $fs $*"

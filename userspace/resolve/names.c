@@ -670,7 +670,7 @@ int resolve_names(struct resolver *r,
 	struct nctx c = { .r = r, .x = &x };
 	struct collect col = { .x = &x, .visit = visit, .ctx = ctx };
 	uint64_t reread_n = 0, dropped = 0;
-	int use = !cache_off() && !visit && !strcmp(r->mnt_root ? r->mnt_root : "/", "/");
+	int use = !cache_off() && !strcmp(r->mnt_root ? r->mnt_root : "/", "/");
 	struct stat st;
 	int rc;
 
@@ -685,6 +685,12 @@ int resolve_names(struct resolver *r,
 	if (x.usable && (fstat(r->mnt_fd, &st) || st.st_ino != x.root)) {
 		snprintf(r->st.cache, sizeof(r->st.cache), "of another root directory: rebuilt");
 		x.usable = 0;
+	}
+	if (visit && x.usable) {
+		/* A walk that visits everything, and an index that can be
+		 * used: the index is left as it is. */
+		nidx_close(&x, 0);
+		return walk_tree(r, visit, ctx);
 	}
 	if (x.usable) {
 		size_t listed = 0;

@@ -379,7 +379,10 @@ int walk_tree(struct resolver *r,
 /*
  * names.c: every path of every listed inode (root 0), from the name index
  * (nameindex.c) updated from the changed directories, or from a walk
- * (which rebuilds the index).  With visit, always the walk (visit as for walk_tree).
+ * (which rebuilds the index).  With visit, always the walk (visit as for
+ * walk_tree); it builds the index too when there is none that can be used
+ * (XFS's first run, which walks for its state store, leaves the index the
+ * next run names from).
  */
 int resolve_names(struct resolver *r,
 		  int (*visit)(struct resolver *r, const struct walk_entry *e, void *ctx),
