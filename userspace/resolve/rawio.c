@@ -19,6 +19,7 @@ int raw_read(struct resolver *r, void *buf, size_t len, uint64_t off)
 {
 	uint64_t a = r->dev_lbs ? r->dev_lbs : 512;
 	uint64_t start = off / a * a, end, pos;
+	size_t cap;
 	unsigned char *b = NULL;
 	size_t done = 0;
 
@@ -26,10 +27,13 @@ int raw_read(struct resolver *r, void *buf, size_t len, uint64_t off)
 		return rx_fail(r, RX_ERROR, "%s: read of %zu bytes at %llu is past the end of the device",
 			       r->dev_path, len, (unsigned long long)off);
 	end = (off + len + a - 1) / a * a;
-	if (posix_memalign((void **)&b, 4096, RAW_CHUNK))
+	/* A bounce buffer no bigger than the read: most reads are a few
+	 * blocks, and a 1 MiB one each time cost an mmap and a munmap. */
+	cap = end - start > RAW_CHUNK ? RAW_CHUNK : end - start;
+	if (posix_memalign((void **)&b, 4096, cap))
 		return rx_fail(r, RX_ERROR, "out of memory");
 	for (pos = start; pos < end;) {
-		size_t want = end - pos > RAW_CHUNK ? RAW_CHUNK : end - pos;
+		size_t want = end - pos > cap ? cap : end - pos;
 		ssize_t got = pread(r->dev_fd, b, want, (off_t)pos);
 		uint64_t lo, hi;
 
