@@ -438,11 +438,6 @@ void chj_md_want(struct chj_metadata *md, u64 first, u64 last)
 			__set_bit(c, md->cwant);
 }
 
-static bool intent_test(const struct chj_metadata *md, u64 c)
-{
-	return md->intent[c / 8] & (1u << (c % 8));
-}
-
 int chj_md_commit_marks(struct chj_metadata *md)
 {
 	struct chj_superblock sb = md->sb;
@@ -454,7 +449,7 @@ int chj_md_commit_marks(struct chj_metadata *md)
 		return 0;
 	/* A chunk may be marked on disk still, as it is being retired. */
 	for_each_set_bit(c, md->cwant, md->nr_chunks) {
-		if (!intent_test(md, c))
+		if (!chj_intent_test(md->intent, c))
 			n++;
 		md->intent[c / 8] |= 1u << (c % 8);
 	}
@@ -646,7 +641,7 @@ static void intent_to_exact(struct chj_metadata *md)
 	u64 c, first, last;
 
 	for (c = 0; c < md->nr_chunks; c++) {
-		if (!intent_test(md, c))
+		if (!chj_intent_test(md->intent, c))
 			continue;
 		first = c << md->chunk_shift;
 		last = min(first + (1ull << md->chunk_shift), md->nr_regions) - 1;

@@ -312,6 +312,12 @@ static inline __u32 chj_chunk_shift_for(__u64 nr_regions, __u32 want)
 	return want;
 }
 
+/* Is chunk c marked in an intent map's bits?  Bit c%8 of byte c/8. */
+static inline int chj_intent_test(const __u8 *bits, __u64 c)
+{
+	return (bits[c / 8] >> (c % 8)) & 1;
+}
+
 /*
  * Check the intent map of a format-2 superblock copy whose superblock
  * passed chj_sb_check(); csum is its checksum as computed by the caller.
@@ -335,7 +341,7 @@ static inline const char *chj_intent_check(const struct chj_superblock *sb,
 		return "intent map too small for its chunk size";
 	/* Bits past the last chunk are zero (nc <= CHJ_MAX_CHUNKS). */
 	for (i = nc; i < CHJ_MAX_CHUNKS; i++)
-		if (in->bits[i / 8] & (1u << (i % 8)))
+		if (chj_intent_test(in->bits, i))
 			return "intent map marks chunks past the origin";
 	return (void *)0;
 }

@@ -9,8 +9,18 @@
 #            and by the name cache;
 #   links    100000 hard links (ext4, btrfs: 64000) to one changed file: every path, in bounded
 #            time (the duplicate check was quadratic);
-#   cache    a FIFO, a symlink and a world-writable directory planted as
-#            the name cache: a warning, no hang, the same answer;
+#   cache    a FIFO, a symlink, a world-writable directory and one of
+#            another user's planted as the name cache: a warning, no hang,
+#            the same answer;
+#   newroot  (ext4, XFS) a name cache written on an empty filesystem,
+#            then a new directory and file: listed through the cache (XFS
+#            did not re-read the root: exit 0 without the file);
+#   newdeep  (ext4, XFS) 5000 new levels after the name cache was
+#            written: listed, the cache's index searches bounded (12.5
+#            million before the budget counted them);
+#   hooks    (ext4) the installed chj-resolve has no test hooks: given
+#            CHJ_RESOLVE_CHANGES on a device that is not dm-chj it refuses
+#            (chj-resolve-test answers), and the name is not in the binary;
 #   unowned  (ext4) a changed block allocated to no inode: exit 3 (it was
 #            counted "unattributed" with exit 0);
 #   maps     (ext4) malformed extent trees (a shared leaf, a torn leaf, a
@@ -22,6 +32,12 @@
 #   growfs   (XFS) xfs_growfs, then a file in the new allocation groups:
 #            listed (the on-disk superblock lagged: its blocks were
 #            "outside").
+#   fds      a file at the bottom of a 40-level tree, its data blocks
+#            alone changed, resolved under every open-file limit from 8 to
+#            80 (CAP_SYS_RESOURCE dropped: the limit cannot be raised):
+#            each run lists it (exit 0) or ends in exit 3 "full scan
+#            needed", never exit 0 without it nor exit 1 (XFS rmapbt=0
+#            dropped its extents when the open failed: exit 0, not listed).
 #
 #   tests/resolve/hostile.sh ext4|xfs|xfs-normap|btrfs
 # Needs root and loop devices; work files in $TMPDIR.  KEEP=1 keeps them.
@@ -210,6 +226,14 @@ if [ $uses_cache = 1 ]; then
 	grep -q 'warning: name cache directory' "$work/err" || fail "no warning for a world-writable directory"
 	[ -z "$(ls "$CHJ_RESOLVE_CACHE_DIR")" ] || fail "a cache was written to a world-writable directory"
 	chmod 700 "$CHJ_RESOLVE_CACHE_DIR"
+	# Mode 0700 but another user's: that user could swap the file.
+	chown 65534 "$CHJ_RESOLVE_CACHE_DIR"
+	resolve
+	[ $rc = 0 ] || fail "a cache directory of another user's: exit $rc"
+	grep -q 'warning: name cache directory' "$work/err" || fail "no warning for a directory of another user's"
+	[ -z "$(ls "$CHJ_RESOLVE_CACHE_DIR")" ] || fail "a cache was written to a directory of another user's"
+	listed "$long" links/target
+	chown 0 "$CHJ_RESOLVE_CACHE_DIR"
 fi
 
 case $fs in
@@ -331,8 +355,73 @@ EOF
 	;;
 esac
 
+if [ $uses_cache = 1 ]; then
+	# A tree of 5000 new directories after the name cache was written:
+	# the refresh re-reads them level by level.  Its index searches and
+	# opens are bounded by a walk's cost (then the tree is walked); a
+	# refresh that went on made 12.5 million searches (471 s in the VM).
+	echo "--- $fs: new tree, name cache written on an empty filesystem"
+	# The root had no rows in the index: on XFS (GETFSMAP: the listed
+	# inodes' types unknown) it was not taken for a directory, its new
+	# entries never read, the new file unnamed: exit 0 without it.
+	mkfs_mount
+	: >"$work/changes"
+	resolve
+	[ $rc = 0 ] || fail "newroot: cache build: exit $rc"
+	mkdir "$mnt/new"
+	echo data >"$mnt/new/f"
+	changes 0 640
+	resolve
+	[ $rc = 0 ] || fail "newroot: exit $rc: $(tail -n 3 "$work/err")"
+	grep -q 'name cache: used' "$work/err" || fail "newroot: $(grep 'name cache' "$work/err")"
+	listed new/f
+	echo "--- $fs: new deep tree, name cache"
+	mkfs_mount
+	: >"$work/changes"
+	resolve
+	[ $rc = 0 ] || fail "newdeep: cache build: exit $rc"
+	python3 - "$mnt" <<'EOF'
+import os, sys
+fd = os.open(sys.argv[1], os.O_DIRECTORY)
+os.mkdir('deep', dir_fd=fd)
+for i in range(5000):
+    n = os.open('deep' if i == 0 else 'd', os.O_DIRECTORY, dir_fd=fd)
+    os.close(fd)
+    fd = n
+    os.mkdir('d', dir_fd=fd)
+n = os.open('d', os.O_DIRECTORY, dir_fd=fd)
+with open(os.open('g', os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=n), 'w') as f:
+    f.write('y')
+EOF
+	changes 0 640
+	resolve
+	[ $rc = 0 ] || fail "newdeep: exit $rc: $(tail -n 3 "$work/err")"
+	listed "$deep"
+	c=$(grep 'name cache' "$work/err") || fail "newdeep: no name cache line"
+	echo "newdeep: $c"
+	n=$(echo "$c" | sed -n 's/.* \([0-9]*\) index lookups.*/\1/p')
+	[ -z "$n" ] || [ "$n" -le 1000000 ] || fail "newdeep: $n index lookups"
+fi
+
 case $fs in
 ext4)
+	echo "--- $fs: hooks"
+	mkfs_mount
+	echo data >"$mnt/h"
+	changes 0 640
+	resolve CHJ_RESOLVE_CACHE=off
+	[ $rc = 0 ] || fail "hooks: chj-resolve-test: exit $rc"
+	listed h
+	rc=0
+	CHJ_RESOLVE_CACHE=off CHJ_RESOLVE_CHANGES="$work/changes" "$root/userspace/chj-resolve" -0 "$loop" \
+		>"$work/out" 2>"$work/err" || rc=$?
+	[ $rc != 0 ] && [ ! -s "$work/out" ] ||
+		fail "hooks: chj-resolve took CHJ_RESOLVE_CHANGES: exit $rc, $(tr -cd '\0' <"$work/out" | wc -c) paths"
+	grep -q 'not a device-mapper device' "$work/err" || fail "hooks: $(cat "$work/err")"
+	for h in CHJ_RESOLVE_CHANGES CHJ_RESOLVE_EPOCH CHJ_RESOLVE_DEBUG CHJ_RESOLVE_STORE_RACE CHJ_RESOLVE_PROGRESS_AFTER; do
+		! grep -q "$h" "$root/userspace/chj-resolve" || fail "hooks: $h in the installed binary"
+		grep -q "$h" "$RESOLVE" || fail "hooks: $h not in $RESOLVE (the check above proves nothing)"
+	done
 	echo "--- $fs: unowned block"
 	mkfs_mount
 	umount "$mnt"
@@ -374,4 +463,123 @@ xfs|xfs-normap)
 	listed big
 	;;
 esac
+# data_changes FILE: the change map is FILE's data blocks only (FIEMAP,
+# from outside the resolver), so that only mapping FILE attributes them.
+data_changes() {
+	python3 - "$1" >"$work/changes" <<'EOF' || fail "no extents: $1"
+import fcntl, struct, sys
+fd = open(sys.argv[1], 'rb')
+buf = bytearray(struct.pack('=QQIIII', 0, 1 << 62, 1, 0, 32, 0) + bytes(56 * 32))
+fcntl.ioctl(fd, 0xC020660B, buf)
+n = struct.unpack_from('=I', buf, 20)[0]
+assert n > 0
+for i in range(n):
+    log, phys, ln = struct.unpack_from('=QQQ', buf, 32 + 56 * i)
+    print(phys // 512, (ln + 511) // 512)
+EOF
+}
+
+# listed_or_3 WHAT REL: exit 0 ($rc) with REL in the --json output, or
+# exit 3 "full scan needed"; anything else fails.  Which in $got.
+listed_or_3() {
+	case $rc in
+	0) python3 - "$work/out" "$mnt/$2" <<'EOF' || fail "$1: exit 0 without $2: $(tail -n 3 "$work/err")"
+import json, sys
+sys.exit(0 if any(json.loads(l)['path'] == sys.argv[2] for l in open(sys.argv[1])) else 1)
+EOF
+	   got=listed ;;
+	3) grep -q 'full scan needed' "$work/err" || fail "$1: $(cat "$work/err")"
+	   got="exit 3" ;;
+	*) fail "$1: exit $rc: $(tail -n 3 "$work/err")" ;;
+	esac
+}
+
+echo "--- $fs: lease"
+# A user's write lease on their own file: an open with O_NONBLOCK fails
+# (EWOULDBLOCK) while the lease holds.  XFS without rmapbt maps every
+# file through such an open (the file was dropped, exit 0), with --json
+# every XFS file listed is opened for its ranges (they were left empty).
+# The file must be listed (exit 3 would let any user force full backups),
+# with --json its range whole.
+mkfs_mount
+head -c 65536 /dev/zero | tr '\0' z >"$mnt/leased"
+chown 65534 "$mnt/leased"
+sync
+data_changes "$mnt/leased"
+# The holder, as the file's owner, gets it open on fd 3 (the work
+# directory is root's alone).
+coproc HOLD {
+	setpriv --reuid 65534 --regid 65534 --clear-groups /usr/bin/python3 -c '
+import fcntl, signal, sys
+signal.signal(signal.SIGIO, signal.SIG_IGN)
+fcntl.fcntl(3, 1024, fcntl.F_WRLCK)	# F_SETLEASE
+print("leased", flush=True)
+sys.stdin.read()	# held until the test closes this' 3<"$mnt/leased"
+}
+read -r held <&"${HOLD[0]}" || true
+[ "$held" = leased ] || fail "lease: not taken"
+for mode in -0 --json; do
+	rc=0
+	CHJ_RESOLVE_CACHE=off CHJ_RESOLVE_CHANGES="$work/changes" timeout 60 "$RESOLVE" $mode "$loop" \
+		>"$work/out" 2>"$work/err" || rc=$?
+	if [ $mode = -0 ]; then
+		tr '\0' '\n' <"$work/out" | python3 -c '
+import json, sys
+for l in sys.stdin:
+    print(json.dumps({"path": l.rstrip("\n")}))' >"$work/out.json"
+		mv "$work/out.json" "$work/out"
+	fi
+	listed_or_3 "lease $mode" leased
+	[ "$got" = listed ] || fail "lease $mode: $got: $(cat "$work/err")"
+	if [ $mode = --json ]; then
+		python3 - "$work/out" "$mnt/leased" <<'EOF' || fail "lease: ranges"
+import json, sys
+for l in open(sys.argv[1]):
+    o = json.loads(l)
+    if o['path'] == sys.argv[2]:
+        r = o['ranges']
+        sys.exit(0 if any(x['start'] == 0 and x['length'] >= 65536 for x in r) else 'ranges %s' % r)
+EOF
+	fi
+	echo "lease $mode: $got"
+done
+exec {HOLD[1]}>&-
+wait "$HOLD_PID" || true
+
+echo "--- $fs: fds"
+mkfs_mount
+python3 - "$mnt" <<'EOF'
+import os, sys
+fd = os.open(sys.argv[1], os.O_DIRECTORY)
+for i in range(40):
+    os.mkdir('n%d' % i, dir_fd=fd)
+    n = os.open('n%d' % i, os.O_DIRECTORY, dir_fd=fd)
+    os.close(fd)
+    fd = n
+# Big enough to get blocks of its own (not inline, not in the inode).
+with open(os.open('f', os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd), 'wb') as f:
+    f.write(b'z' * 65536)
+os.close(fd)
+EOF
+frel=$(printf 'n%d/' $(seq 0 39))f
+sync
+data_changes "$mnt/$frel"
+n0=0 n3=0
+for lim in $(seq 8 80); do
+	rc=0
+	setpriv --bounding-set -sys_resource bash -c 'ulimit -n "$1"; shift; exec "$@"' - "$lim" \
+		env CHJ_RESOLVE_CACHE=off CHJ_RESOLVE_CHANGES="$work/changes" timeout 60 "$RESOLVE" --json "$loop" \
+		>"$work/out" 2>"$work/err" || rc=$?
+	listed_or_3 "fds: limit $lim" "$frel"
+	case $got in
+	listed) n0=$((n0 + 1)) ;;
+	*) n3=$((n3 + 1)) ;;
+	esac
+done
+echo "fds: limits 8-80: $n0 listed, $n3 exit 3"
+# The sweep reaches a limit that is enough, and (but on btrfs, which
+# names inodes by their INODE_REF items, not by a walk) one that is not.
+[ $n0 -gt 0 ] || fail "fds: never listed"
+[ $n3 -gt 0 ] || [ "$fs" = btrfs ] || fail "fds: never exit 3: the sweep missed the limit"
+
 echo "PASS hostile $fs"

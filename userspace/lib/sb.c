@@ -111,7 +111,7 @@ void chj_sb_intent_regions(const struct chj_sb *sb, struct chj_bits *b)
 	for (uint64_t c = 0; c < nc && c < CHJ_MAX_CHUNKS; c++) {
 		uint64_t first = c << sb->chunk_shift, n = 1ull << sb->chunk_shift;
 
-		if (!(sb->intent[c / 8] & (1u << (c % 8))))
+		if (!chj_intent_test(sb->intent, c))
 			continue;
 		if (n > sb->nr_regions - first)
 			n = sb->nr_regions - first;

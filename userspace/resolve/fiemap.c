@@ -106,8 +106,8 @@ void fiemap_ranges(struct item *it, const struct fext *v, size_t n, uint64_t siz
 	rs_free(&all);
 }
 
-void fiemap_item_ranges(struct resolver *r, struct item *it, const struct rangeset *changed,
-			int map_changed)
+int fiemap_item_ranges(struct resolver *r, struct dircur *cur, struct item *it,
+		       const struct rangeset *changed, int map_changed)
 {
 	struct fext *v = NULL;
 	struct stat st;
@@ -115,20 +115,35 @@ void fiemap_item_ranges(struct resolver *r, struct item *it, const struct ranges
 	int fd;
 
 	if (!it->npaths)
-		return;
-	fd = rel_open(r->mnt_fd, it->paths[0], O_RDONLY | O_NOCTTY | O_NONBLOCK);
-	if (fd < 0 || fstat(fd, &st) || !S_ISREG(st.st_mode) || fiemap_get(fd, 0, &v, &n)) {
-		/* Gone or replaced since: whatever is there now is new. */
-		if (fd >= 0 && !fstat(fd, &st) && S_ISREG(st.st_mode)) {
+		return RX_OK;
+	fd = dircur_open(cur, it->paths[0], O_RDONLY | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0) {
+		if (path_gone(errno))
+			return RX_OK;	/* gone since: whatever is there is new */
+		/* Under another process's lease: its extents cannot be read
+		 * now, so the whole file counts. */
+		if (errno == EWOULDBLOCK && !dircur_lstat(cur, it->paths[0], &st) &&
+		    S_ISREG(st.st_mode)) {
+			rs_add(&it->ranges, 0, (uint64_t)st.st_size);
+			rs_normalize(&it->ranges);
+			it->size = (uint64_t)st.st_size;
+			return RX_OK;
+		}
+		/* Its ranges would be short. */
+		return rx_fail(r, RX_FULL_SCAN, "%s/%s: %s", r->mnt, it->paths[0], strerror(errno));
+	}
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || fiemap_get(fd, 0, &v, &n)) {
+		/* Replaced since: whatever is there now is new. */
+		if (!fstat(fd, &st) && S_ISREG(st.st_mode)) {
 			rs_add(&it->ranges, 0, (uint64_t)st.st_size);
 			rs_normalize(&it->ranges);
 		}
-		if (fd >= 0)
-			close(fd);
-		return;
+		close(fd);
+		return RX_OK;
 	}
 	close(fd);
 	it->size = (uint64_t)st.st_size;
 	fiemap_ranges(it, v, n, it->size, changed, map_changed);
 	free(v);
+	return RX_OK;
 }

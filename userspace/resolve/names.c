@@ -57,6 +57,8 @@ struct nctx {
 	char **mval;
 	size_t mn, mcap;
 	struct u64set fresh;	/* directories re-read in this run */
+	struct dircur cur;	/* directories opened by path, and its cost */
+	uint64_t charged;	/* cur.opens already spent from the budget */
 };
 
 static void memo_clear(struct nctx *c)
@@ -205,20 +207,63 @@ static const char *dir_rel(struct nctx *c, uint64_t ino)
 }
 
 /*
- * Opening a directory by its path costs a lookup per component: a user's
- * 5000-level tree would make the refresh quadratic.  The lookups spent are
- * counted against a budget a walk's cost bounds (a few per indexed entry);
- * past it the index is given up and the tree walked (linear, by fds).
+ * The refresh and the naming cost index searches (a directory's path is
+ * looked up a level at a time, again after a re-read that moved or added
+ * directories) and openat calls (one per component not shared with the
+ * path the cursor stood on).  A user's tree of new directories 5000 levels
+ * deep makes the searches quadratic (12.5 million, 471 s in the VM): both
+ * are counted against a budget a walk's cost bounds (a few per indexed
+ * entry); past it the index is given up and the tree walked (linear, by
+ * fds).
  */
-static int spend(uint64_t *budget, const char *rel)
+static int spend(struct nctx *c, uint64_t *budget)
 {
-	uint64_t c = 1;
+	uint64_t now = c->cur.opens + c->x->looked, n = now - c->charged;
 
-	for (const char *p = rel; *p; p++)
-		c += *p == '/';
-	if (c > *budget)
+	c->charged = now;
+	if (n > *budget)
 		return -1;
-	*budget -= c;
+	*budget -= n;
+	return 0;
+}
+
+struct relino {
+	const char *rel;
+	uint64_t ino;
+};
+
+static int relino_cmp(const void *pa, const void *pb)
+{
+	const struct relino *a = pa, *b = pb;
+
+	return rel_cmp(a->rel, b->rel);
+}
+
+/* Pending directories in the order of their paths (those without one
+ * last): a cursor then opens each level once.  -1 past the budget. */
+static int pend_sort(struct nctx *c, uint64_t *v, size_t n, uint64_t *budget)
+{
+	struct relino *ri;
+	size_t k = 0;
+
+	if (n < 2)
+		return 0;
+	ri = xmalloc(n * sizeof(*ri));
+	for (size_t i = 0; i < n; i++) {
+		const char *rel = dir_rel(c, v[i]);
+
+		if (c->x->failed || spend(c, budget)) {
+			free(ri);
+			return -1;
+		}
+		ri[i].rel = rel ? rel : "";
+		ri[i].ino = v[i];
+		k = i + 1;
+	}
+	qsort(ri, k, sizeof(*ri), relino_cmp);
+	for (size_t i = 0; i < k; i++)
+		v[i] = ri[i].ino;
+	free(ri);
 	return 0;
 }
 
@@ -295,8 +340,11 @@ static int reread(struct nctx *c, uint64_t dir, int fd, struct pending *p)
 		if (t == DT_UNKNOWN) {
 			struct stat st;
 
-			if (fstatat(dirfd(dp), de->d_name, &st, AT_SYMLINK_NOFOLLOW))
-				continue;
+			if (fstatat(dirfd(dp), de->d_name, &st, AT_SYMLINK_NOFOLLOW)) {
+				if (path_gone(errno))
+					continue;
+				break;	/* errno set: the index not updated */
+			}
 			t = S_ISDIR(st.st_mode) ? DT_DIR : S_ISREG(st.st_mode) ? DT_REG :
 			    S_ISLNK(st.st_mode) ? DT_LNK : DT_UNKNOWN;
 		}
@@ -401,17 +449,26 @@ static int refresh(struct nctx *c, uint64_t *reread_n, uint64_t *budget)
 
 		if (!it || !it->reasons || it->root)
 			continue;
-		/* A directory by its inode, or by what the index knows. */
-		k = it->type == FT_DIR ? 1 : known_dir(c->x, it->ino);
+		/* A directory by its inode, or by what the index knows; the
+		 * root always (no entry names it, and empty when the index
+		 * was written it had no rows: its new entries were never
+		 * read, and what is under them went unnamed, exit 0). */
+		k = it->type == FT_DIR || it->ino == c->x->root ? 1 : known_dir(c->x, it->ino);
 		if (k < 0)
 			rc = 1;
 		else if (k)
 			push(&p.pend, &p.np, &p.pcap, it->ino);
 	}
+	/* The searches above are one or two per result: linear, not charged. */
+	c->charged = c->cur.opens + c->x->looked;
 	while (!rc && p.np && progress) {
 		size_t keep = 0;
 
 		progress = 0;
+		if (pend_sort(c, p.pend, p.np, budget)) {
+			rc = 1;
+			break;
+		}
 		for (size_t i = 0; i < p.np; i++) {
 			uint64_t ino = p.pend[i];
 			const char *rel;
@@ -423,11 +480,17 @@ static int refresh(struct nctx *c, uint64_t *reread_n, uint64_t *budget)
 				continue;
 			}
 			rel = dir_rel(c, ino);
-			if (c->x->failed || (rel && spend(budget, rel))) {
+			if (c->x->failed) {
 				rc = 1;
 				break;
 			}
-			fd = rel ? rel_open(r->mnt_fd, rel, O_RDONLY | O_DIRECTORY) : -1;
+			fd = rel ? dircur_open(&c->cur, rel, O_RDONLY | O_DIRECTORY) : -1;
+			if (spend(c, budget)) {
+				if (fd >= 0)
+					close(fd);
+				rc = 1;
+				break;
+			}
 			if (fd < 0 || fstat(fd, &st) || st.st_ino != ino || st.st_dev != mdev) {
 				if (fd >= 0)
 					close(fd);
@@ -472,6 +535,19 @@ static int by_dir(const void *pa, const void *pb)
 	return (a->dir > b->dir) - (a->dir < b->dir);
 }
 
+/* A directory's run of entries in the list, and its path. */
+struct dgroup {
+	const char *rel;
+	size_t start, end;
+};
+
+static int dgroup_cmp(const void *pa, const void *pb)
+{
+	const struct dgroup *a = pa, *b = pb;
+
+	return rel_cmp(a->rel, b->rel);
+}
+
 /* Every path of every listed inode, from the index; each checked with a
  * stat (an entry that names another inode now is dropped). */
 static int index_paths(struct nctx *c, uint64_t *dropped, uint64_t *budget)
@@ -479,6 +555,10 @@ static int index_paths(struct nctx *c, uint64_t *dropped, uint64_t *budget)
 	struct resolver *r = c->r;
 	struct nlist all = { 0 };
 	struct item *rootit = res_find(&r->res, 0, c->x->root);
+	struct dgroup *g = NULL;
+	size_t ng = 0, gcap = 0;
+	char *rel = NULL;
+	size_t rcap = 0;
 	int rc = 0;
 
 	if (rootit && rootit->reasons)
@@ -492,34 +572,48 @@ static int index_paths(struct nctx *c, uint64_t *dropped, uint64_t *budget)
 			return 1;
 		}
 	}
-	/* By directory: each directory's path is looked up and opened once. */
+	/* By directory, in path order: each directory's path is looked up
+	 * once, and the cursor opens each level once.  The searches above
+	 * (one per listed inode) are not charged. */
+	c->charged = c->cur.opens + c->x->looked;
 	if (all.n > 1)
 		qsort(all.v, all.n, sizeof(*all.v), by_dir);
-	for (size_t i = 0; i < all.n && !rc;) {
+	for (size_t i = 0; i < all.n;) {
 		uint64_t dir = all.v[i].dir;
 		const char *base = dir_rel(c, dir);
-		size_t end = i, bl;
-		int dfd = -1;
-		char *rel = NULL;
-		size_t rcap = 0;
+		size_t end = i;
 
 		while (end < all.n && all.v[end].dir == dir)
 			end++;
-		if (c->x->failed || (base && spend(budget, base))) {
+		if (c->x->failed || spend(c, budget)) {
 			rc = 1;
 			break;
 		}
-		if (!base) {
-			i = end;	/* an unreachable (stale) directory */
-			continue;
+		if (base) {	/* else an unreachable (stale) directory */
+			xgrow((void **)&g, &gcap, ng + 1, sizeof(*g));
+			g[ng].rel = base;
+			g[ng].start = i;
+			g[ng++].end = end;
 		}
-		bl = strlen(base);
-		dfd = rel_open(r->mnt_fd, base, O_PATH | O_DIRECTORY);
-		for (; i < end; i++) {
+		i = end;
+	}
+	if (!rc && ng > 1)
+		qsort(g, ng, sizeof(*g), dgroup_cmp);
+	for (size_t k = 0; k < ng && !rc; k++) {
+		const char *base = g[k].rel;
+		size_t bl = strlen(base);
+		int dfd = dircur_dir(&c->cur, base, bl), derr = errno;
+
+		if (spend(c, budget)) {
+			rc = 1;
+			break;
+		}
+		for (size_t i = g[k].start; i < g[k].end; i++) {
 			const struct nent *e = &all.v[i];
 			struct item *it = res_find(&r->res, 0, e->ino);
 			size_t o = bl;
 			struct stat st;
+			int err = derr;
 
 			xgrow((void **)&rel, &rcap, bl + e->len + 2, 1);
 			memcpy(rel, base, bl);
@@ -527,8 +621,7 @@ static int index_paths(struct nctx *c, uint64_t *dropped, uint64_t *budget)
 				rel[o++] = '/';
 			memcpy(rel + o, NL_NAME(&all, e), e->len);
 			rel[o + e->len] = 0;
-			if (dfd < 0 ? !rel_lstat(r->mnt_fd, rel, &st) :
-			    !fstatat(dfd, rel + o, &st, AT_SYMLINK_NOFOLLOW)) {
+			if (dfd >= 0 && !fstatat(dfd, rel + o, &st, AT_SYMLINK_NOFOLLOW)) {
 				if (st.st_ino == it->ino) {
 					item_add_path(it, rel);
 					if (it->type == FT_UNKNOWN)
@@ -536,17 +629,18 @@ static int index_paths(struct nctx *c, uint64_t *dropped, uint64_t *budget)
 				} else {
 					(*dropped)++;
 				}
-			} else if (errno == ENOENT || errno == ENOTDIR || errno == ELOOP) {
-				(*dropped)++;	/* gone, or a symlink now */
-			} else {
-				/* Cannot be checked: listed, conservatively. */
-				item_add_path(it, rel);
+				continue;
 			}
+			if (dfd >= 0)
+				err = errno;
+			if (path_gone(err))
+				(*dropped)++;	/* gone, or a symlink now */
+			else	/* cannot be checked: listed, conservatively */
+				item_add_path(it, rel);
 		}
-		free(rel);
-		if (dfd >= 0)
-			close(dfd);
 	}
+	free(rel);
+	free(g);
 	nl_free(&all);
 	return rc;
 }
@@ -582,6 +676,7 @@ int resolve_names(struct resolver *r,
 
 	if (!use || nidx_open(r, &x))
 		return walk_tree(r, visit, ctx);
+	dircur_init(&c.cur, r->mnt_fd);
 	if (x.usable && (x.epoch < r->since || x.epoch > r->current_epoch)) {
 		snprintf(r->st.cache, sizeof(r->st.cache), "from epoch %llu: not usable since %llu, rebuilt",
 			 (unsigned long long)x.epoch, (unsigned long long)r->since);
@@ -624,6 +719,7 @@ int resolve_names(struct resolver *r,
 			}
 			memo_clear(&c);
 			u64set_free(&c.fresh);
+			dircur_free(&c.cur);
 			if (rc)
 				nidx_close(&x, 0);
 			else
@@ -640,6 +736,7 @@ int resolve_names(struct resolver *r,
 	} else if (!r->st.cache[0] && x.why[0]) {
 		snprintf(r->st.cache, sizeof(r->st.cache), "%s", x.why);
 	}
+	dircur_free(&c.cur);
 	if (nidx_clear(&x)) {
 		nidx_close(&x, 0);
 		return walk_tree(r, visit, ctx);

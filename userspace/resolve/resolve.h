@@ -214,6 +214,7 @@ struct stats {
 	uint64_t name_same;		/* XFS: such entries left out, the same
 					   as at the epoch's start (store) */
 	uint64_t dirs_walked, entries_walked, files_mapped;
+	uint64_t unmapped;	/* files listed whole: their extents unreadable (a lease) */
 	int full_scan;			/* ext4: every inode had to be scanned */
 	char cache[160];		/* what the name cache did */
 	char state[320];		/* what the state store did */
@@ -318,12 +319,42 @@ int raw_read(struct resolver *r, void *buf, size_t len, uint64_t off);
 
 /*
  * pathat.c: a path relative to the mount (any length or depth), opened
- * beneath mnt_fd following no symlink in any component; lstat likewise.
- * -1 with errno as open(2).
+ * beneath mnt_fd one component at a time, following no symlink in any
+ * component; lstat likewise.  -1 with errno as open(2).
+ *
+ * A cursor keeps the directories of the last path reached open: visiting
+ * paths in rel_cmp order costs one openat per directory in all, whatever
+ * the depth (rel_open/rel_lstat open every component each time).
  */
 struct stat;
+struct dircur {
+	int mnt_fd;
+	int *fd;		/* fd[k]: level k's directory (O_PATH), -1 evicted */
+	size_t *end;		/* end[k]: its path's length in path */
+	size_t n, cap;
+	char *path;		/* the deepest level's path */
+	size_t pcap;
+	uint64_t opens;		/* openat/fstatat calls made */
+	uint64_t evictions;	/* times the open-file limit was met */
+};
+void dircur_init(struct dircur *c, int mnt_fd);
+void dircur_free(struct dircur *c);
+/* Directory dir[0..len) as an fd the cursor owns (the mount for len 0). */
+int dircur_dir(struct dircur *c, const char *dir, size_t len);
+/* A new fd for rel (the caller closes it); O_NOFOLLOW added. */
+int dircur_open(struct dircur *c, const char *rel, int flags);
+int dircur_lstat(struct dircur *c, const char *rel, struct stat *st);
 int rel_open(int mnt_fd, const char *rel, int flags);
 int rel_lstat(int mnt_fd, const char *rel, struct stat *st);
+/* strcmp with '/' below every other byte: a directory, then what is under
+ * it, then its next sibling.  rel_cmp_p for qsort of char *. */
+int rel_cmp(const char *a, const char *b);
+int rel_cmp_p(const void *a, const void *b);
+/* An open error meaning the path leads nowhere now (gone, or replaced by
+ * a symlink or a non-directory): a change after the sync. */
+int path_gone(int err);
+/* The open-file soft limit raised as far as allowed (fs.nr_open for root). */
+void raise_nofile(void);
 
 /* walk.c: the namespace under the mount. */
 struct walk_entry {
@@ -371,9 +402,10 @@ int fiemap_get(int fd, int xattr, struct fext **v, size_t *n);
  */
 void fiemap_ranges(struct item *it, const struct fext *v, size_t n, uint64_t size,
 		   const struct rangeset *changed, int map_changed);
-/* fiemap_ranges for the item's first path, opened under the mount. */
-void fiemap_item_ranges(struct resolver *r, struct item *it, const struct rangeset *changed,
-			int map_changed);
+/* fiemap_ranges for the item's first path, opened through cur.  RX_OK
+ * (also when the path is gone), or RX_FULL_SCAN when it cannot be opened. */
+int fiemap_item_ranges(struct resolver *r, struct dircur *cur, struct item *it,
+		       const struct rangeset *changed, int map_changed);
 
 /* Filesystem methods: fill r->res (inodes, reasons, ranges) and stats. */
 int ext4_resolve(struct resolver *r);

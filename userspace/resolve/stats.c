@@ -79,6 +79,9 @@ void stats_print(const struct resolver *r, FILE *f)
 			(unsigned long long)s->dirs_walked, (unsigned long long)s->entries_walked,
 			(unsigned long long)s->files_mapped,
 			s->full_scan ? " (every inode scanned: a changed block's owner was not among the changed inodes)" : "");
+	if (s->unmapped)
+		fprintf(f, "walk: %llu files listed whole: another process's lease kept their extents from being read\n",
+			(unsigned long long)s->unmapped);
 	if (s->cache[0])
 		fprintf(f, "name cache: %s\n", s->cache);
 	if (s->state[0])

@@ -11,7 +11,6 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -50,34 +49,9 @@ static void record(struct resolver *r, const struct walk_entry *e)
 /*
  * Each level of the tree keeps its directory open while its subdirectories
  * are walked, so a tree as deep as a user cares to make needs as many file
- * descriptors: raise the soft limit to what is allowed (root may raise the
- * hard one up to fs.nr_open).  A tree deeper than that is a full scan.
+ * descriptors: the limit is raised (raise_nofile).  A tree deeper than that
+ * is a full scan.
  */
-static void raise_nofile(void)
-{
-	struct rlimit rl;
-	FILE *f = fopen("/proc/sys/fs/nr_open", "re");
-	unsigned long long nr = 0;
-
-	if (f) {
-		if (fscanf(f, "%llu", &nr) != 1)
-			nr = 0;
-		fclose(f);
-	}
-	if (getrlimit(RLIMIT_NOFILE, &rl))
-		return;
-	if (nr > rl.rlim_max) {
-		struct rlimit h = { (rlim_t)nr, (rlim_t)nr };
-
-		if (!setrlimit(RLIMIT_NOFILE, &h))
-			return;
-	}
-	if (rl.rlim_cur < rl.rlim_max) {
-		rl.rlim_cur = rl.rlim_max;
-		setrlimit(RLIMIT_NOFILE, &rl);
-	}
-}
-
 /* Read directory f (its path in *rel, f->rel_len bytes): visit and record
  * every entry, keep the subdirectories' names. */
 static int read_dir(struct resolver *r, struct frame *f, char **rel, size_t *rcap,
@@ -92,9 +66,12 @@ static int read_dir(struct resolver *r, struct frame *f, char **rel, size_t *rca
 	DIR *dp = dfd >= 0 ? fdopendir(dfd) : NULL;
 
 	if (!dp) {
+		int e = errno;
+
 		if (dfd >= 0)
 			close(dfd);
-		return rx_fail(r, RX_ERROR, "%s/%s: %s", r->mnt, *rel, strerror(errno));
+		/* Its entries cannot be named (out of fds, most likely). */
+		return rx_fail(r, RX_FULL_SCAN, "%s/%s: %s", r->mnt, *rel, strerror(e));
 	}
 	r->st.dirs_walked++;
 	while ((errno = 0, d = readdir(dp))) {
@@ -117,8 +94,13 @@ static int read_dir(struct resolver *r, struct frame *f, char **rel, size_t *rca
 		e.ino = d->d_ino;
 		e.type = ftype_from_dtype(d->d_type);
 		if (e.type == FT_UNKNOWN) {
-			if (fstatat(f->fd, d->d_name, &st, AT_SYMLINK_NOFOLLOW))
-				continue;
+			if (fstatat(f->fd, d->d_name, &st, AT_SYMLINK_NOFOLLOW)) {
+				if (path_gone(errno))
+					continue;
+				rc = rx_fail(r, RX_FULL_SCAN, "%s/%s: %s", r->mnt, *rel,
+					     strerror(errno));
+				break;
+			}
 			e.type = ftype_from_mode(st.st_mode);
 		}
 		r->st.entries_walked++;
@@ -136,7 +118,7 @@ static int read_dir(struct resolver *r, struct frame *f, char **rel, size_t *rca
 	}
 	(*rel)[dl] = 0;
 	if (!rc && errno)
-		rc = rx_fail(r, RX_ERROR, "%s/%s: %s", r->mnt, *rel, strerror(errno));
+		rc = rx_fail(r, RX_FULL_SCAN, "%s/%s: %s", r->mnt, *rel, strerror(errno));
 	closedir(dp);
 	return rc;
 }
@@ -208,15 +190,16 @@ int walk_tree(struct resolver *r,
 
 			/* Removed or replaced since its parent was read: a
 			 * change after the sync, not ours to report. */
-			if (e2 == ENOENT || e2 == ENOTDIR || e2 == ELOOP) {
+			if (path_gone(e2)) {
 				free(name);
 				continue;
 			}
+			/* What is under it cannot be named: a full scan. */
 			if (e2 == EMFILE || e2 == ENFILE)
 				rc = rx_fail(r, RX_FULL_SCAN, "%s: a directory tree deeper than %zu levels, more than the open-file limit",
 					     r->mnt, n);
 			else
-				rc = rx_fail(r, RX_ERROR, "%s/%s%s%s: %s", r->mnt, rel, *rel ? "/" : "",
+				rc = rx_fail(r, RX_FULL_SCAN, "%s/%s%s%s: %s", r->mnt, rel, *rel ? "/" : "",
 					     name, strerror(e2));
 			free(name);
 			break;

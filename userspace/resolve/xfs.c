@@ -577,8 +577,26 @@ static int walk_visit(struct resolver *r, const struct walk_entry *e, void *ctx)
 		    O_NOATIME);
 	if (fd < 0 && errno == EPERM)
 		fd = openat(e->dirfd, e->name, O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
-	if (fd < 0)
-		return 0;	/* gone since its directory was read */
+	if (fd < 0) {
+		if (path_gone(errno))
+			return 0;	/* gone since its directory was read */
+		if (errno == EWOULDBLOCK && e->type == FT_REG) {
+			/*
+			 * A lease another process holds (any user may take
+			 * one on their own file): its extents cannot be read
+			 * now, so every block of it counts as changed: the
+			 * file is listed whole (and its --json range).
+			 */
+			struct item *it = res_get(&x->r->res, 0, e->ino);
+
+			it->reasons |= RSN_DATA | RSN_MAPPING;
+			it->type = FT_REG;
+			x->r->st.unmapped++;
+			return 0;
+		}
+		/* Its extents unknown: the changes in them would be dropped. */
+		return rx_fail(x->r, RX_FULL_SCAN, "%s/%s: %s", x->r->mnt, e->rel, strerror(errno));
+	}
 	x->r->st.files_mapped++;
 	map_fork(x, fd, e, 0);
 	map_fork(x, fd, e, 1);
@@ -656,6 +674,14 @@ static void name_entry(struct resolver *r, uint64_t ino, enum ftype type, const 
 	item_add_path(it, rel);
 }
 
+/* Items by their first path, in rel_cmp order (for a dircur). */
+static int item_path_cmp(const void *pa, const void *pb)
+{
+	const struct item *a = *(const struct item *const *)pa, *b = *(const struct item *const *)pb;
+
+	return rel_cmp(a->paths[0], b->paths[0]);
+}
+
 /*
  * An entry can come to name another inode without that inode changing:
  * XFS's RENAME_EXCHANGE (xfs_cross_rename) of two files rewrites both
@@ -681,17 +707,39 @@ static int entry_names(struct xctx *x)
 	uint8_t h[ST_HASH];
 	int hdr_same, incr;
 
+	struct dircur cur;
+	struct item **its = NULL;
+	size_t ni = 0, icap = 0;
+	int rc = RX_OK;
+
 	if (fstat(r->mnt_fd, &mst))
 		return rx_fail(r, RX_ERROR, "%s: %s", r->mnt, strerror(errno));
+	/* In path order, so that one cursor opens each directory once. */
 	for (size_t i = 0; i < r->res.cap; i++) {
 		struct item *it = r->res.tab[i];
-		struct stat st;
 
 		if (!it || !it->reasons || !it->npaths || it->root)
 			continue;
-		if (it->type == FT_UNKNOWN &&
-		    !rel_lstat(r->mnt_fd, it->paths[0], &st))
-			it->type = ftype_from_mode(st.st_mode);
+		xgrow((void **)&its, &icap, ni + 1, sizeof(*its));
+		its[ni++] = it;
+	}
+	if (ni > 1)
+		qsort(its, ni, sizeof(*its), item_path_cmp);
+	dircur_init(&cur, r->mnt_fd);
+	for (size_t i = 0; i < ni; i++) {
+		struct item *it = its[i];
+		struct stat st;
+
+		if (it->type == FT_UNKNOWN) {
+			if (!dircur_lstat(&cur, it->paths[0], &st))
+				it->type = ftype_from_mode(st.st_mode);
+			else if (!path_gone(errno)) {
+				/* A directory's entries would go unlisted. */
+				rc = rx_fail(r, RX_FULL_SCAN, "%s/%s: %s", r->mnt, it->paths[0],
+					     strerror(errno));
+				break;
+			}
+		}
 		if (it->type != FT_DIR)
 			continue;
 		xgrow((void **)&dirs, &dcap, nd + 1, sizeof(*dirs));
@@ -699,15 +747,20 @@ static int entry_names(struct xctx *x)
 		dino[nd] = it->ino;
 		dirs[nd++] = xstrdup(it->paths[0]);
 	}
-	for (size_t i = 0; i < nd; i++) {
-		int fd = rel_open(r->mnt_fd, dirs[i], O_RDONLY | O_DIRECTORY);
+	free(its);
+	for (size_t i = 0; i < nd && !rc; i++) {
+		int fd = dircur_open(&cur, dirs[i], O_RDONLY | O_DIRECTORY);
 		size_t dl = strlen(dirs[i]);
 		struct dirent *de;
 		struct stat st;
 		DIR *dp;
 
-		if (fd < 0)
-			continue;	/* gone since: a change after the sync */
+		if (fd < 0) {
+			if (path_gone(errno))
+				continue;	/* gone since: a change after the sync */
+			rc = rx_fail(r, RX_FULL_SCAN, "%s/%s: %s", r->mnt, dirs[i], strerror(errno));
+			break;
+		}
 		/* The directory itself, not another filesystem mounted there
 		 * (its entries are listed under the mount point) or one that
 		 * replaced it since. */
@@ -770,6 +823,8 @@ static int entry_names(struct xctx *x)
 			}
 			name_entry(r, de->d_ino, ftype_from_dtype(de->d_type), rel);
 		}
+		if (errno && !rc)	/* entries not read: not listed */
+			rc = rx_fail(r, RX_FULL_SCAN, "%s/%s: %s", r->mnt, dirs[i], strerror(errno));
 		closedir(dp);
 		/* Entries gone since: their rows end. */
 		if (incr && stage_gone(x, dino[i], &keys))
@@ -799,12 +854,13 @@ static int entry_names(struct xctx *x)
 			if (stage_gone(x, it->ino, NULL))
 				x->st.failed = 1;
 		}
+	dircur_free(&cur);
 	for (size_t i = 0; i < nd; i++)
 		free(dirs[i]);
 	free(dirs);
 	free(dino);
 	free(rel);
-	return RX_OK;
+	return rc;
 }
 
 /* XFS_IOC_FSGEOMETRY_V1 (xfs_fs.h; not every system ships the header). */
@@ -965,24 +1021,40 @@ static int xfs_resolve_fs(struct xctx *x)
 	store_describe(&x->st, r->st.state, sizeof(r->st.state));
 
 	t = now_sec();
-	for (size_t i = 0; i < r->res.cap; i++) {
-		struct item *it = r->res.tab[i];
+	{
+		struct item **its = NULL;
+		size_t ni = 0, icap = 0;
+		struct dircur cur;
 
-		if (!it || !it->reasons)
-			continue;
-		if (it->type == FT_DIR && (it->reasons & RSN_DATA)) {
-			it->reasons = (it->reasons & ~RSN_DATA) | RSN_DIRECTORY;
-			r->st.attr[AT_DATA] -= it->dbytes;
-			r->st.attr[AT_DIR] += it->dbytes;
+		for (size_t i = 0; i < r->res.cap; i++) {
+			struct item *it = r->res.tab[i];
+
+			if (!it || !it->reasons)
+				continue;
+			if (it->type == FT_DIR && (it->reasons & RSN_DATA)) {
+				it->reasons = (it->reasons & ~RSN_DATA) | RSN_DIRECTORY;
+				r->st.attr[AT_DATA] -= it->dbytes;
+				r->st.attr[AT_DIR] += it->dbytes;
+			}
+			if ((it->reasons & ~RSN_JOURNAL) == RSN_INODE)
+				r->st.itable_neighbours++;
+			if (r->out_mode == 2 && it->type == FT_REG && it->npaths) {
+				xgrow((void **)&its, &icap, ni + 1, sizeof(*its));
+				its[ni++] = it;
+			}
 		}
-		if ((it->reasons & ~RSN_JOURNAL) == RSN_INODE)
-			r->st.itable_neighbours++;
-		if (r->out_mode == 2 && it->type == FT_REG && it->npaths)
-			fiemap_item_ranges(r, it, &x->chg,
-					   !!(it->reasons & (RSN_INODE | RSN_MAPPING | RSN_JOURNAL)));
+		/* The files' ranges, in path order: one cursor. */
+		if (ni > 1)
+			qsort(its, ni, sizeof(*its), item_path_cmp);
+		dircur_init(&cur, r->mnt_fd);
+		for (size_t i = 0; i < ni && !rc; i++)
+			rc = fiemap_item_ranges(r, &cur, its[i], &x->chg,
+						!!(its[i]->reasons & (RSN_INODE | RSN_MAPPING | RSN_JOURNAL)));
+		dircur_free(&cur);
+		free(its);
 	}
 	r->st.phase[PH_RANGES] = now_sec() - t;
-	return RX_OK;
+	return rc;
 }
 
 int xfs_resolve(struct resolver *r)

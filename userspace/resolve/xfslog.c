@@ -899,6 +899,8 @@ int xlog_scan(struct resolver *r, const struct xfs_geo *g, const struct rangeset
 	 * head read again must be the same record: if the log went a whole
 	 * lap meanwhile, what was read may be a mix of laps.
 	 */
+	if (out->before_head_reread)
+		out->before_head_reread(out->ctx, g->log_start + headb * BB);
 	if (read_record(&l, headb, &rh) || rh.lsn != head.lsn) {
 		rc = rx_fail(r, RX_FULL_SCAN, "XFS log: the head moved a whole lap during the scan");
 		goto out;

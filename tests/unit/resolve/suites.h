@@ -11,4 +11,5 @@ Suite *suite_jbd2(void);
 Suite *suite_cli(void);
 Suite *suite_store(void);
 Suite *suite_htab(void);
+Suite *suite_pathat(void);
 #endif
