@@ -26,17 +26,8 @@ TRUTH=$here/fstruth.py
 
 fs=${1:?usage: $0 ext4|xfs|xfs-normap|btrfs [MKFS_OPTION...]}
 shift
-work=$(mktemp -d "${TMPDIR:-/tmp}/chj-resolve-host.XXXXXX")
-mnt=$work/mnt
-img=$work/dev.img
-loop=
-cleanup() {
-	set +e
-	mountpoint -q "$mnt" && umount "$mnt"
-	[ -n "$loop" ] && losetup -d "$loop"
-	[ -n "${KEEP:-}" ] || rm -rf "$work"
-}
-trap cleanup EXIT
+# shellcheck source=tests/resolve/scratch.sh
+. "$here/scratch.sh" resolve-host
 
 truncate -s "${HOST_DEV_MB:-640}M" "$img"
 loop=$(losetup -f --show "$img")

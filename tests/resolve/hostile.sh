@@ -46,17 +46,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 RESOLVE=${RESOLVE:-$root/userspace/chj-resolve-test}
 fs=${1:?usage: $0 ext4|xfs|xfs-normap|btrfs}
-work=$(mktemp -d "${TMPDIR:-/tmp}/chj-resolve-hostile.XXXXXX")
-mnt=$work/mnt
-img=$work/dev.img
-loop=
-cleanup() {
-	set +e
-	mountpoint -q "$mnt" && umount "$mnt"
-	[ -n "$loop" ] && losetup -d "$loop"
-	[ -n "${KEEP:-}" ] || rm -rf "$work"
-}
-trap cleanup EXIT
+# shellcheck source=tests/resolve/scratch.sh
+. "$here/scratch.sh" resolve-hostile
 fail() { echo "FAIL: $fs: $*"; exit 1; }
 mkdir -p "$mnt"
 export CHJ_RESOLVE_CACHE_DIR=$work/cache

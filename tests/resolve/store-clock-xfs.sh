@@ -35,17 +35,8 @@ root=$(cd "$here/../.." && pwd)
 RESOLVE=$root/userspace/chj-resolve-test
 TRUTH=$here/fstruth.py
 WL_PY=$here/workload.py
-work=$(mktemp -d "${TMPDIR:-/tmp}/chj-store-clock-xfs.XXXXXX")
-mnt=$work/mnt
-img=$work/dev.img
-loop=
-cleanup() {
-	set +e
-	mountpoint -q "$mnt" && umount "$mnt"
-	[ -n "$loop" ] && losetup -d "$loop"
-	[ -n "${KEEP:-}" ] || rm -rf "$work"
-}
-trap cleanup EXIT
+# shellcheck source=tests/resolve/scratch.sh
+. "$here/scratch.sh" store-clock-xfs
 fail() { echo "FAIL: store-clock-xfs: $*"; exit 1; }
 
 [ $# -gt 0 ] || set -- -m rmapbt=1

@@ -22,17 +22,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 RESOLVE=$root/userspace/chj-resolve-test
 TRUTH=$here/fstruth.py
-work=$(mktemp -d "${TMPDIR:-/tmp}/chj-store-clock.XXXXXX")
-mnt=$work/mnt
-img=$work/dev.img
-loop=
-cleanup() {
-	set +e
-	mountpoint -q "$mnt" && umount "$mnt"
-	[ -n "$loop" ] && losetup -d "$loop"
-	[ -n "${KEEP:-}" ] || rm -rf "$work"
-}
-trap cleanup EXIT
+# shellcheck source=tests/resolve/scratch.sh
+. "$here/scratch.sh" store-clock
 fail() { echo "FAIL: store-clock: $*"; exit 1; }
 
 truncate -s 128M "$img"
