@@ -48,6 +48,15 @@ RESOLVE=${RESOLVE:-$root/userspace/chj-resolve-test}
 fs=${1:?usage: $0 ext4|xfs|xfs-normap|btrfs}
 # shellcheck source=tests/resolve/scratch.sh
 . "$here/scratch.sh" resolve-hostile
+# The lease check's holder keeps the filesystem busy until its stdin
+# closes: closed before scratch.sh's cleanup unmounts.
+release_holder() {
+	if [ -n "${HOLD[1]:-}" ]; then
+		exec {HOLD[1]}>&-
+		wait "${HOLD_PID:-}" 2>/dev/null || true
+	fi
+}
+trap 'release_holder; cleanup' EXIT
 fail() { echo "FAIL: $fs: $*"; exit 1; }
 mkdir -p "$mnt"
 export CHJ_RESOLVE_CACHE_DIR=$work/cache
