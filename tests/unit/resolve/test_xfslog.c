@@ -55,16 +55,19 @@ static void fake_headers(uint32_t len, uint32_t size, uint32_t version)
 	}
 }
 
-static int scan_log(struct xlog_out *out, char *why, size_t whylen)
+/*
+ * Scan the log of logsz bytes at the start of fd (a memfd of 256 MiB) as
+ * the log of a small filesystem, the whole log changed; out's callbacks
+ * are the caller's.  Closes fd.
+ */
+static int scan_fd(int fd, size_t logsz, int crc, const unsigned char *uuid,
+		   struct xlog_out *out, char *why, size_t whylen)
 {
 	static struct resolver r;
 	struct xfs_geo g;
 	struct rangeset ch;
-	int fd, rc;
+	int rc;
 
-	fd = memfd_create("xfslog", MFD_CLOEXEC);
-	ck_assert_int_ge(fd, 0);
-	ck_assert_int_eq(write(fd, img, sizeof(img)), (ssize_t)sizeof(img));
 	ck_assert_int_eq(ftruncate(fd, 256ll << 20), 0);
 	memset(&r, 0, sizeof(r));
 	r.dev_fd = fd;
@@ -81,12 +84,13 @@ static int scan_log(struct xlog_out *out, char *why, size_t whylen)
 	g.dblocks = 65536;
 	g.fs_bytes = g.dblocks * g.bs;
 	g.log_start = 0;
-	g.log_bytes = LOG_BYTES;
-	g.crc = 1;
+	g.log_bytes = logsz;
+	g.crc = crc;
+	if (uuid)
+		memcpy(g.uuid, uuid, sizeof(g.uuid));
 	rs_init(&ch);
-	rs_add(&ch, 0, LOG_BYTES);		/* the whole log changed */
+	rs_add(&ch, 0, logsz);		/* the whole log changed */
 	rs_normalize(&ch);
-	memset(out, 0, sizeof(*out));
 	rc = xlog_scan(&r, &g, &ch, out);
 	snprintf(why, whylen, "%s", r.err);
 	free(out->entry_inos);
@@ -94,6 +98,16 @@ static int scan_log(struct xlog_out *out, char *why, size_t whylen)
 	rs_free(&ch);
 	close(fd);
 	return rc;
+}
+
+static int scan_log(struct xlog_out *out, char *why, size_t whylen)
+{
+	int fd = memfd_create("xfslog", MFD_CLOEXEC);
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, img, sizeof(img)), (ssize_t)sizeof(img));
+	memset(out, 0, sizeof(*out));
+	return scan_fd(fd, LOG_BYTES, 1, NULL, out, why, whylen);
 }
 
 START_TEST(header_shaped_blocks_cost_a_bounded_read)
@@ -172,13 +186,9 @@ static void on_range(void *ctx, uint64_t start, uint64_t len)
 
 static int scan_seed(int zero, struct xlog_out *out, char *why, size_t whylen)
 {
-	static struct resolver r;
 	static unsigned char seed[1 << 20];
 	FILE *f = fopen("fuzz/seeds/xfslog/live", "rb");
-	struct xfs_geo g;
-	struct rangeset ch;
 	size_t n, logsz;
-	int rc;
 
 	ck_assert_ptr_nonnull(f);
 	n = fread(seed, 1, sizeof(seed), f);
@@ -188,41 +198,14 @@ static int scan_seed(int zero, struct xlog_out *out, char *why, size_t whylen)
 	seam_fd = memfd_create("xfslog", MFD_CLOEXEC);
 	ck_assert_int_ge(seam_fd, 0);
 	ck_assert_int_eq(write(seam_fd, seed + 1, logsz), (ssize_t)logsz);
-	ck_assert_int_eq(ftruncate(seam_fd, 256ll << 20), 0);
-	memset(&r, 0, sizeof(r));
-	r.dev_fd = seam_fd;
-	snprintf(r.dev_path, sizeof(r.dev_path), "memfd");
-	r.dev_bytes = 256ull << 20;
-	r.dev_lbs = 512;
-	memset(&g, 0, sizeof(g));
-	g.bs = 4096;
-	g.agblocks = 16384;
-	g.agcount = 4;
-	g.agblklog = 14;
-	g.inopblog = 3;
-	g.isize = 512;
-	g.dblocks = 65536;
-	g.fs_bytes = g.dblocks * g.bs;
-	g.log_start = 0;
-	g.log_bytes = logsz;
-	g.crc = seed[0] & 1;
-	memcpy(g.uuid, seed + 1 + 304, sizeof(g.uuid));	/* the first record's */
-	rs_init(&ch);
-	rs_add(&ch, 0, logsz);
-	rs_normalize(&ch);
 	memset(out, 0, sizeof(*out));
 	out->inode = on_inode;
 	out->range = on_range;
 	out->before_head_reread = move_head;
 	seam_zero = zero;
 	seam_calls = 0;
-	rc = xlog_scan(&r, &g, &ch, out);
-	snprintf(why, whylen, "%s", r.err);
-	free(out->entry_inos);
-	u64set_free(&out->entry_seen);
-	rs_free(&ch);
-	close(seam_fd);
-	return rc;
+	/* The UUID: the first record's. */
+	return scan_fd(seam_fd, logsz, seed[0] & 1, seed + 1 + 304, out, why, whylen);
 }
 
 START_TEST(head_moved_a_lap_during_the_scan)
