@@ -12,7 +12,8 @@
 # HOST_WRAP_ROUNDS (40) times with a sync each time, and deletes half:
 # enough to wrap an XFS log of 64 MiB since the checkpoint.
 # Then, with no MKFS_OPTION, tests/resolve/hostile.sh for the filesystem,
-# and store-clock.sh (ext4) or store-clock-xfs.sh (XFS).
+# and store-clock.sh (ext4) or store-clock-xfs.sh (XFS).  ext4 and XFS also
+# resolve while the kernel moves the log ("live log", CHJ_RESOLVE_LOG_RACE).
 # Needs root and loop devices.  Work files go to $TMPDIR (default /tmp);
 # KEEP=1 keeps them.  Prints "precision FS ROUND VALUE" lines.
 set -euo pipefail
@@ -270,6 +271,79 @@ with open(p, "r+b") as f:
 	grep -q "precision 1.00" "$work/store-older-with-epoch3.check" ||
 		grep -q "precision 0.9" "$work/store-older-with-epoch3.check" ||
 		{ echo "FAIL: a usable older store was not used"; exit 1; }
+fi
+
+# A resolve while the kernel moves the log under it (issue 14): metadata
+# traffic after the checkpoint (churn/: every file touched, then sync),
+# run by chj-resolve-test's CHJ_RESOLVE_LOG_RACE between its read of the
+# log and its re-read of the log's head (ext4: the jbd2 superblock; XFS:
+# the head record), so the log moves exactly there; then resolves with the
+# traffic running meanwhile.  Each answer is round 2's again: complete
+# (exit 0), or exit 3 for a log that moved too much.  ext4: the race runs
+# until the journal superblock moved (a checkpoint took the tail), and the
+# resolver must say it walked the journal again.  XFS: until the head
+# moved, less than a lap: the answer stands (exit 0).
+churn() { # churn: one round of metadata traffic, synced
+	(cd "$mnt/churn" && seq -f c%g 2000 | xargs touch)
+	sync
+}
+log_state() { # log_state: where the log is now
+	case $fs in
+	ext4) dumpe2fs -h "$loop" 2>/dev/null | grep -E '^Journal (sequence|start):' | tr '\n' ' ' ;;
+	xfs*) cat "/sys/fs/xfs/${loop##*/}/log/log_head_lsn" ;;
+	esac
+}
+# live_check NAME [RACE]: round 2's resolve (since epoch 3, current 4),
+# with CHJ_RESOLVE_LOG_RACE=RACE; exit 0 and complete, or (without RACE)
+# exit 3 with the log named as the reason.
+live_check() {
+	local n=$1 rc=0
+	CHJ_RESOLVE_LOG_RACE=${2:-} resolve 3 4 c3 "$work/changes-c2-c3" --stats --json "$loop" \
+		>"$work/$n.json" 2>"$work/$n.stats" || rc=$?
+	[ $rc = 0 ] && { CHJ_RESOLVE_LOG_RACE=${2:-} resolve 3 4 c3 "$work/changes-c2-c3" -0 "$loop" \
+		>"$work/$n.out0" 2>>"$work/$n.stats" || rc=$?; }
+	grep -E '^(journal|chj-resolve)' "$work/$n.stats" || true
+	if [ $rc = 3 ] && [ -z "${2:-}" ] && grep -qE 'journal moved|XFS log' "$work/$n.stats"; then
+		echo "$n: exit 3 (the log moved too much): allowed"
+		return
+	fi
+	[ $rc = 0 ] || { cat "$work/$n.stats"; echo "FAIL: $n: chj-resolve exited $rc"; exit 1; }
+	! grep -q "LOG_RACE failed" "$work/$n.stats" || { echo "FAIL: $n: the race did not happen"; exit 1; }
+	python3 "$TRUTH" check "$work/after1.json" "$work/after2.json" "$work/$n.out0" "$work/$n.json" \
+		--mount "$mnt" --writes "$work/writes2" >"$work/$n.check" ||
+		{ cat "$work/$n.check"; echo "FAIL: $n misses changes"; exit 1; }
+	grep "^check $n.json" "$work/$n.check"
+}
+if [ "$fs" = ext4 ] || [[ $fs == xfs* && -z ${HOST_WRAP_FILES:-} ]]; then
+	echo "--- live log: the log moves during the resolve"
+	mkdir "$mnt/churn"
+	churn
+	cat >"$work/race.sh" <<RACE
+#!/bin/bash
+# Metadata traffic until the log moved (at most 200 rounds).
+$(declare -f churn log_state)
+fs=$fs loop=$loop mnt=$mnt
+s0=\$(log_state)
+for ((i = 0; i < 200; i++)); do
+	churn
+	[ "\$(log_state)" != "\$s0" ] && { echo "race: the log moved after \$((i + 1)) rounds (\$s0 -> \$(log_state))" >&2; exit 0; }
+done
+echo "race: the log did not move" >&2
+exit 1
+RACE
+	chmod +x "$work/race.sh"
+	live_check live-race "$work/race.sh"
+	grep -q "^race: the log moved" "$work/live-race.stats" || { echo "FAIL: live-race: no race"; exit 1; }
+	if [ "$fs" = ext4 ]; then
+		grep -q "^journal: it moved during a walk: walked again" "$work/live-race.stats" ||
+			{ echo "FAIL: live-race: the journal moved and was not walked again"; exit 1; }
+	fi
+	# The same with the traffic running all along.
+	(while [ ! -e "$work/churn.stop" ]; do churn; done) &
+	churner=$!
+	for i in 1 2 3; do live_check "live-churn$i"; done
+	touch "$work/churn.stop"
+	wait "$churner"
 fi
 
 # The hostile-filesystem checks (hostile.sh: deep and long paths, many

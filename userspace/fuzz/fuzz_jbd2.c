@@ -56,7 +56,7 @@ static void home(void *ctx, uint64_t blk)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct fz f = { 0 };
-	struct jbd2_src src = { &f, BS, 0, rd, ch, home };
+	struct jbd2_src src = { &f, BS, 0, rd, ch, home, NULL };
 	struct jbd2_info info;
 
 	if (size < 1 + BS)

@@ -342,10 +342,16 @@ static void j_home(void *ctx, uint64_t blk)
 		rs_add(&c->jhome, blk * c->bs, c->bs);
 }
 
+static void j_race(void *ctx)
+{
+	(void)ctx;
+	test_log_race();
+}
+
 static int scan_journal(struct e4 *c)
 {
 	struct resolver *r = c->r;
-	struct jbd2_src src = { c, (uint32_t)c->bs, 0, j_read, j_changed, j_home };
+	struct jbd2_src src = { c, (uint32_t)c->bs, 0, j_read, j_changed, j_home, j_race };
 	struct jbd2_info info;
 
 	if (!c->njm || !rs_overlaps(&c->journal, 0, UINT64_MAX))
@@ -362,6 +368,7 @@ touched:
 	}
 	rs_normalize(&c->jhome);
 	r->st.journal_trans = info.counted;
+	r->st.journal_rewalks = info.retries;
 	r->st.journal_blocks = rs_total(&c->jhome) / c->bs;
 	return RX_OK;
 }

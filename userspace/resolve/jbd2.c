@@ -201,6 +201,8 @@ again:
 	 * saw a stable log.  Otherwise walk again (home blocks reported so far
 	 * stay: extra ones are only false positives), a few times.
 	 */
+	if (src->before_reread)
+		src->before_reread(src->ctx);
 	if (src->read(src->ctx, 0, b)) {
 		snprintf(info->why, sizeof(info->why), "cannot re-read the journal superblock");
 		goto out;

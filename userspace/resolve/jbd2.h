@@ -42,6 +42,9 @@ struct jbd2_src {
 	int (*changed)(void *ctx, uint64_t jblk);
 	/* A home block carried by a transaction that counts. */
 	void (*home)(void *ctx, uint64_t fsblk);
+	/* Optional: called after each walk, before the superblock is read
+	 * again (chj-resolve-test's CHJ_RESOLVE_LOG_RACE). */
+	void (*before_reread)(void *ctx);
 };
 
 struct jbd2_info {

@@ -71,6 +71,7 @@ int rx_fail(struct resolver *r, int code, const char *fmt, ...)
  * past a filesystem's end is only granularity) are not attributable.
  */
 void rx_check_outside(struct resolver *r, uint64_t fs_bytes, const char *fs);
+void test_log_race(void);
 
 /* ---- sorted sets of ranges (rangeset.c) ---- */
 struct range {
@@ -201,6 +202,7 @@ struct stats {
 	uint64_t attr[AT_NR];		/* changed bytes by attribution */
 	uint64_t journal_blocks;	/* home blocks found through the journal */
 	uint64_t journal_trans;		/* journal transactions that count */
+	uint64_t journal_rewalks;	/* walks redone: the journal moved */
 	uint64_t inodes_listed, paths_listed, unreachable;
 	uint64_t by_reason[RSN_NR];
 	uint64_t itable_neighbours;	/* inodes listed only for sharing an

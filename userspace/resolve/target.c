@@ -178,6 +178,24 @@ static int image_marks(struct resolver *r, const struct rangeset *read, struct r
 	return rc;
 }
 
+/*
+ * chj-resolve-test's CHJ_RESOLVE_LOG_RACE (docs/testing.md): a shell
+ * command run once, after the first read of a live log (jbd2, XFS) and
+ * before its head is read again, so that a test can make the kernel move
+ * the log exactly there.  Nothing in the installed chj-resolve.
+ */
+void test_log_race(void)
+{
+	static int done;
+	const char *cmd = test_hook("CHJ_RESOLVE_LOG_RACE");
+
+	if (done || !cmd || !*cmd)
+		return;
+	done = 1;
+	if (system(cmd))
+		fprintf(stderr, "chj-resolve: CHJ_RESOLVE_LOG_RACE failed\n");
+}
+
 int target_epoch_marks(struct resolver *r, const struct rangeset *read, struct rangeset *marked)
 {
 	struct chj_error e = { 0 };

@@ -171,6 +171,14 @@ static void log_inode(void *ctx, uint64_t ino, unsigned reasons)
 	res_get(&x->r->res, 0, ino)->reasons |= reasons;
 }
 
+/* CHJ_RESOLVE_LOG_RACE: the log moved between its scan and the head's re-read. */
+static void log_race(void *ctx, uint64_t head)
+{
+	(void)ctx;
+	(void)head;
+	test_log_race();
+}
+
 static void log_range(void *ctx, uint64_t start, uint64_t len)
 {
 	struct xctx *x = ctx;
@@ -440,7 +448,8 @@ static int current_epoch_logged(struct xctx *x, char *why, size_t wlen)
 		snprintf(why, wlen, "the current epoch's marks cannot be read (%s)", r->err);
 		rc = -1;
 	} else if (marked.n) {
-		struct xlog_out lo = { .ctx = x, .inode = log_inode_now, .range = log_range_now };
+		struct xlog_out lo = { .ctx = x, .inode = log_inode_now, .range = log_range_now,
+				       .before_head_reread = log_race };
 
 		if (xlog_scan(r, &x->g, &marked, &lo)) {
 			snprintf(why, wlen, "the log since the checkpoint cannot be read (%s)", r->err);
@@ -949,7 +958,8 @@ static int xfs_resolve_fs(struct xctx *x)
 	/* No log block written since the epoch: no metadata changed. */
 	x->log_complete = 1;
 	if (rs_overlaps(&x->chg, g->log_start, g->log_bytes)) {
-		struct xlog_out lo = { .ctx = x, .inode = log_inode, .range = log_range };
+		struct xlog_out lo = { .ctx = x, .inode = log_inode, .range = log_range,
+				       .before_head_reread = log_race };
 
 		rc = xlog_scan(r, g, &x->chg, &lo);
 		u64set_free(&lo.entry_seen);

@@ -30,9 +30,9 @@ struct xlog_out {
 	void *ctx;
 	void (*inode)(void *ctx, uint64_t ino, unsigned reasons);
 	void (*range)(void *ctx, uint64_t start, uint64_t len);	/* device bytes */
-	/* Unit tests only (NULL otherwise): called after the records are
-	 * read, before the head record (at device byte head) is read again,
-	 * to move the log under the scan. */
+	/* Tests only: called after the records are read, before the head
+	 * record (at device byte head) is read again, to move the log under
+	 * the scan (unit tests; xfs.c's log_race for CHJ_RESOLVE_LOG_RACE). */
 	void (*before_head_reread)(void *ctx, uint64_t head);
 	uint64_t transactions, records, head_lsn, tail_lsn;
 	uint64_t read_bytes;	/* bytes of records read (and CRC-checked) */

@@ -39,7 +39,7 @@ static void home(void *ctx, uint64_t b)
 	homes[nhomes++] = b;
 }
 
-static const struct jbd2_src src = { NULL, BS, NBLK, rd, ch, home };
+static const struct jbd2_src src = { NULL, BS, NBLK, rd, ch, home, NULL };
 
 static void hdr(unsigned b, uint32_t type, uint32_t seq)
 {
@@ -181,7 +181,7 @@ static int rd_live(void *ctx, uint64_t b, void *buf)
 START_TEST(walks_again_when_the_journal_moved)
 {
 	const uint64_t a[] = { 1000 }, c[] = { 2000 };
-	const struct jbd2_src live = { NULL, BS, NBLK, rd_live, ch, home };
+	const struct jbd2_src live = { NULL, BS, NBLK, rd_live, ch, home, NULL };
 	struct jbd2_info in;
 	unsigned b;
 	int found = 0;
