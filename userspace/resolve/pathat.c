@@ -258,7 +258,8 @@ int rel_cmp_p(const void *a, const void *b)
 
 int path_gone(int err)
 {
-	return err == ENOENT || err == ESTALE || err == ENOTDIR || err == ELOOP;
+	return err == ENOENT || err == ESTALE || err == ENOTDIR || err == ELOOP ||
+	       err == ENXIO;
 }
 
 /*

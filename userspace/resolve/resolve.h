@@ -353,7 +353,7 @@ int rel_lstat(int mnt_fd, const char *rel, struct stat *st);
 int rel_cmp(const char *a, const char *b);
 int rel_cmp_p(const void *a, const void *b);
 /* An open error meaning the path leads nowhere now (gone, or replaced by
- * a symlink or a non-directory): a change after the sync. */
+ * a symlink, a non-directory or a socket: ENXIO): a change after the sync. */
 int path_gone(int err);
 /* The open-file soft limit raised as far as allowed (fs.nr_open for root). */
 void raise_nofile(void);

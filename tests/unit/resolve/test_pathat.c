@@ -12,7 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "resolve.h"
@@ -227,6 +229,35 @@ START_TEST(dircur_follows_no_symlink_and_no_dotdot)
 }
 END_TEST
 
+/*
+ * A changed file replaced by a socket since the sync (any user can bind
+ * one in their own directory): its open fails with ENXIO, which means the
+ * file that was read is gone, not "full scan needed".
+ */
+START_TEST(a_file_replaced_by_a_socket_is_gone)
+{
+	char *t = tmpdir();
+	int root = open(t, O_RDONLY | O_DIRECTORY), s;
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	struct dircur c;
+
+	ck_assert_int_lt(snprintf(a.sun_path, sizeof(a.sun_path), "%s/f", t),
+			 (int)sizeof(a.sun_path));
+	ck_assert_int_ge(s = socket(AF_UNIX, SOCK_STREAM, 0), 0);
+	ck_assert_int_eq(bind(s, (struct sockaddr *)&a, sizeof(a)), 0);
+	dircur_init(&c, root);
+	errno = 0;
+	ck_assert_int_eq(dircur_open(&c, "f", O_RDONLY | O_NOCTTY | O_NONBLOCK), -1);
+	ck_assert_int_eq(errno, ENXIO);
+	ck_assert(path_gone(errno));
+	dircur_free(&c);
+	close(s);
+	close(root);
+	rm_rf(t);
+	free(t);
+}
+END_TEST
+
 START_TEST(dircur_open_file_limit_met)
 {
 	/* A limit of 16 open files for a 300-level chain: the cursor gives
@@ -269,6 +300,7 @@ Suite *suite_pathat(void)
 	tcase_add_test(tc, dircur_long_names_past_path_max);
 	tcase_add_test(tc, dircur_follows_no_symlink_and_no_dotdot);
 	tcase_add_test(tc, dircur_open_file_limit_met);
+	tcase_add_test(tc, a_file_replaced_by_a_socket_is_gone);
 	suite_add_tcase(s, tc);
 	return s;
 }
