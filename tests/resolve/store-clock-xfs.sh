@@ -37,6 +37,8 @@ TRUTH=$here/fstruth.py
 WL_PY=$here/workload.py
 # shellcheck source=tests/resolve/scratch.sh
 . "$here/scratch.sh" store-clock-xfs
+# shellcheck source=tests/resolve/store-run.sh
+. "$here/store-run.sh"
 fail() { echo "FAIL: store-clock-xfs: $*"; exit 1; }
 
 [ $# -gt 0 ] || set -- -m rmapbt=1
@@ -106,22 +108,7 @@ s = os.lstat(sys.argv[1]); print(s.st_mtime_ns, s.st_ctime_ns)' "$mnt/$p")
 done
 [ "$(stat -c %Z "$mnt/e")" = 1000000000 ] || fail "the ctime of e was not set to 2001"
 [ "$(stat -c %Z "$mnt/d/f20")" = 1000000000 ] || fail "the ctime of d/f20 was not set to 2001"
-python3 "$TRUTH" snap "$mnt" "$work/after.json"
-fsfreeze -f "$mnt"
-cp --sparse=always "$img" "$work/c2.img"
-fsfreeze -u "$mnt"
-python3 "$TRUTH" diffimg "$work/c1.img" "$work/c2.img" 4096 >"$work/changes"
-run() {
-	CHJ_RESOLVE_EPOCH=3 CHJ_RESOLVE_EPOCH_IMAGE=$work/c2.img CHJ_RESOLVE_CHANGES=$work/changes \
-		"$RESOLVE" --since 2 "$@" "$loop"
-}
-run --stats --json >"$work/out.json" 2>"$work/stats"
-run -0 >"$work/out0"
-cat "$work/stats"
-python3 "$TRUTH" check "$work/before.json" "$work/after.json" "$work/out0" "$work/out.json" \
-	--mount "$mnt" || fail "a change was missed"
-grep -q "state store: state of epoch 2 used" "$work/stats" || fail "the store was not used"
-listed() { tr '\0' '\n' <"$work/out0" | grep -qx "$mnt/$1"; }
+store_resolve
 for p in d/f10 d/f20 d/f40 d/n1 d d/f50 d/f51 d/r60 e e/a e/b; do
 	listed "$p" || fail "$p not listed"
 done

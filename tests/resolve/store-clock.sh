@@ -24,6 +24,8 @@ RESOLVE=$root/userspace/chj-resolve-test
 TRUTH=$here/fstruth.py
 # shellcheck source=tests/resolve/scratch.sh
 . "$here/scratch.sh" store-clock
+# shellcheck source=tests/resolve/store-run.sh
+. "$here/store-run.sh"
 fail() { echo "FAIL: store-clock: $*"; exit 1; }
 
 truncate -s 128M "$img"
@@ -71,27 +73,12 @@ debugfs -w -R "sif /d/f20 mtime @1000000000" "$loop" >/dev/null 2>&1
 	sed -n 's/^ *\([acm]time\): 0x\([0-9a-f]*\):\([0-9a-f]*\).*/\1 \2 \3/p')" ] ||
 	fail "the times of f10 were not put back"
 mount -o noatime "$loop" "$mnt"
-python3 "$TRUTH" snap "$mnt" "$work/after.json"
-fsfreeze -f "$mnt"
-cp --sparse=always "$img" "$work/c2.img"
-fsfreeze -u "$mnt"
-python3 "$TRUTH" diffimg "$work/c1.img" "$work/c2.img" 4096 >"$work/changes"
-run() {
-	CHJ_RESOLVE_EPOCH=3 CHJ_RESOLVE_EPOCH_IMAGE=$work/c2.img CHJ_RESOLVE_CHANGES=$work/changes \
-		"$RESOLVE" --since 2 "$@" "$loop"
-}
-run --stats --json >"$work/out.json" 2>"$work/stats"
-run -0 >"$work/out0"
-cat "$work/stats"
-python3 "$TRUTH" check "$work/before.json" "$work/after.json" "$work/out0" "$work/out.json" \
-	--mount "$mnt" || fail "a change was missed"
-grep -q "state store: state of epoch 2 used" "$work/stats" || fail "the store was not used"
-listed() { tr '\0' '\n' <"$work/out0" | grep -qx "$mnt/d/$1"; }
-listed f10 || fail "f10 (times put back) not listed"
-listed f20 || fail "f20 (clock stepped back) not listed"
-! listed f30 || fail "f30 (reverted byte for byte) listed"
-listed f31 || fail "f31 (reverted but for i_version) not listed"
+store_resolve
+listed d/f10 || fail "f10 (times put back) not listed"
+listed d/f20 || fail "f20 (clock stepped back) not listed"
+! listed d/f30 || fail "f30 (reverted byte for byte) listed"
+listed d/f31 || fail "f31 (reverted but for i_version) not listed"
 for i in 11 12 13 21 22 32; do
-	! listed "f$i" || fail "f$i (unchanged neighbour) listed"
+	! listed "d/f$i" || fail "f$i (unchanged neighbour) listed"
 done
 echo "PASS store-clock"
