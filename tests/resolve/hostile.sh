@@ -103,6 +103,24 @@ for rel in sys.argv[3:]:
 EOF
 }
 
+# deep_chain: deep/d/.../d/g, 5000 levels under the mount, made one level
+# at a time (no path is short enough).
+deep_chain() {
+	python3 - "$mnt" <<'EOF'
+import os, sys
+fd = os.open(sys.argv[1], os.O_DIRECTORY)
+os.mkdir('deep', dir_fd=fd)
+for i in range(5000):
+    n = os.open('deep' if i == 0 else 'd', os.O_DIRECTORY, dir_fd=fd)
+    os.close(fd)
+    fd = n
+    os.mkdir('d', dir_fd=fd)
+n = os.open('d', os.O_DIRECTORY, dir_fd=fd)
+with open(os.open('g', os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=n), 'w') as f:
+    f.write('y')
+EOF
+}
+
 echo "--- $fs: deep, links"
 mkfs_mount
 long=$(python3 - "$mnt" <<'EOF'
@@ -119,20 +137,10 @@ with open(os.open('f', os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd), 'w') as f:
     f.write('x')
 os.close(fd)
 p = '/'.join(names)
-# 5000 levels, opened one at a time (no path is short enough).
-fd = os.open(sys.argv[1], os.O_DIRECTORY)
-os.mkdir('deep', dir_fd=fd)
-for i in range(5000):
-    n = os.open('deep' if i == 0 else 'd', os.O_DIRECTORY, dir_fd=fd)
-    os.close(fd)
-    fd = n
-    os.mkdir('d', dir_fd=fd)
-n = os.open('d', os.O_DIRECTORY, dir_fd=fd)
-with open(os.open('g', os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=n), 'w') as f:
-    f.write('y')
 print(p + '/f')
 EOF
 )
+deep_chain
 deep=deep$(printf '/d%.0s' $(seq 5000))/g
 mkdir "$mnt/links"
 echo z >"$mnt/links/target"
@@ -380,19 +388,7 @@ if [ $uses_cache = 1 ]; then
 	: >"$work/changes"
 	resolve
 	[ $rc = 0 ] || fail "newdeep: cache build: exit $rc"
-	python3 - "$mnt" <<'EOF'
-import os, sys
-fd = os.open(sys.argv[1], os.O_DIRECTORY)
-os.mkdir('deep', dir_fd=fd)
-for i in range(5000):
-    n = os.open('deep' if i == 0 else 'd', os.O_DIRECTORY, dir_fd=fd)
-    os.close(fd)
-    fd = n
-    os.mkdir('d', dir_fd=fd)
-n = os.open('d', os.O_DIRECTORY, dir_fd=fd)
-with open(os.open('g', os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=n), 'w') as f:
-    f.write('y')
-EOF
+	deep_chain
 	changes 0 640
 	resolve
 	[ $rc = 0 ] || fail "newdeep: exit $rc: $(tail -n 3 "$work/err")"
