@@ -301,6 +301,13 @@ int target_read_changes(struct resolver *r)
 	if (chj_meta_open_live(&m, r->dm_name, &e) ||
 	    chj_changes_since(m, r->since, &ch, &e)) {
 		chj_meta_close(m);
+		/*
+		 * A metadata device that fails makes the target fail too (the
+		 * "sync" of chj_meta_open_live() writes it): then the reason is
+		 * fail mode, exit 3, not the read error it caused.
+		 */
+		if (check_mode(r, &s))
+			return r->err_code;
 		/* The one rule of chj and chj-resolve (chj(8), EXIT STATUS). */
 		return rx_fail(r, chj_rc_full_backup(e.rc) ? RX_FULL_SCAN : RX_ERROR, "%s", e.msg);
 	}
