@@ -72,7 +72,6 @@ struct chj_metadata {
 	 */
 	u32 chunk_shift;
 	u32 want_shift;		/* the table's; bigger origins get bigger */
-	u32 group_shift;	/* log2 regions per mark group (the table's) */
 	u64 nr_chunks;
 	u8 intent[CHJ_INTENT_BYTES];
 	DECLARE_BITMAP(cmark, CHJ_MAX_CHUNKS);
@@ -430,28 +429,13 @@ bool chj_md_covered(struct chj_metadata *md, u64 first, u64 last)
 	return true;
 }
 
-/*
- * A chunk that needs a mark is marked with its whole group (the aligned
- * 2^group_shift regions around it): after a checkpoint, or in a sequential
- * stream, the next chunks' first writes then find their mark durable
- * instead of each waiting for a commit of its own.  Marking more than the
- * writes need is always allowed (a marked chunk only counts as changed);
- * the cleaner retires the group's chunks that stay unwritten.
- */
 void chj_md_want(struct chj_metadata *md, u64 first, u64 last)
 {
-	u32 gs = md->group_shift > md->chunk_shift ?
-		 md->group_shift - md->chunk_shift : 0;
-	u64 c, g, end;
+	u64 c;
 
-	for (c = first >> md->chunk_shift; c <= last >> md->chunk_shift; c++) {
-		if (test_bit(c, md->cmark) || !chunk_needed(md, c, first, last))
-			continue;
-		end = min(((c >> gs) + 1) << gs, md->nr_chunks);
-		for (g = (c >> gs) << gs; g < end; g++)
-			if (!test_bit(g, md->cmark))
-				__set_bit(g, md->cwant);
-	}
+	for (c = first >> md->chunk_shift; c <= last >> md->chunk_shift; c++)
+		if (!test_bit(c, md->cmark) && chunk_needed(md, c, first, last))
+			__set_bit(c, md->cwant);
 }
 
 int chj_md_commit_marks(struct chj_metadata *md)
@@ -1194,7 +1178,7 @@ static int load(struct chj_metadata *md, const struct chj_superblock *disk,
 
 struct chj_metadata *chj_md_open(struct block_device *bdev, u64 origin_sectors,
 				 u32 region_sectors, u32 chunk_shift,
-				 u32 group_shift, bool mark_all, char **error)
+				 bool mark_all, char **error)
 {
 	struct chj_metadata *md = md_alloc(bdev);
 	struct chj_intent *in = kzalloc(sizeof(*in), GFP_KERNEL);
@@ -1208,7 +1192,6 @@ struct chj_metadata *chj_md_open(struct block_device *bdev, u64 origin_sectors,
 		return ERR_PTR(-ENOMEM);
 	}
 	md->want_shift = chunk_shift;
-	md->group_shift = group_shift;
 	r = sb_read(bdev, md->sb_page, &sb, in, error);
 	if (r == 1) {
 		r = format(md, origin_sectors, region_sectors);

@@ -33,15 +33,14 @@ int chj_md_peek(struct block_device *bdev, struct chj_superblock *sb,
 /*
  * Load (formatting a blank device, upgrading format 1) for an origin of
  * origin_sectors tracked in regions of region_sectors, with chunks of at
- * least 2^chunk_shift regions, marked in groups of 2^group_shift
- * regions.  Grows the tracked size when the origin grew.  A recovered
- * intent map (an unclean stop) becomes exact bits, and the epoch is
- * flagged coarse.  Called from preresume: the previous table's
+ * least 2^chunk_shift regions.  Grows the tracked size when the origin grew.
+ * A recovered intent map (an unclean stop) becomes exact bits, and the
+ * epoch is flagged coarse.  Called from preresume: the previous table's
  * instance has stopped writing.
  */
 struct chj_metadata *chj_md_open(struct block_device *bdev, u64 origin_sectors,
 				 u32 region_sectors, u32 chunk_shift,
-				 u32 group_shift, bool mark_all, char **error);
+				 bool mark_all, char **error);
 void chj_md_close(struct chj_metadata *md);
 
 /*

@@ -42,8 +42,6 @@ MODULE_PARM_DESC(clean_interval_ms,
 
 /* Default chunk: 4 MiB (docs/dm-chj.txt has the measurements). */
 #define CHJ_DEFAULT_CHUNK_SECTORS 8192u
-/* Default mark group: 64 MiB, md-bitmap's chunk (BENCHMARKS.md). */
-#define CHJ_DEFAULT_GROUP_SECTORS 131072u
 
 struct chj_target {
 	struct dm_target *ti;
@@ -55,8 +53,6 @@ struct chj_target {
 	u32 chunk_sectors;
 	/* Feature mark_ahead: accepted for old tables; chunks cover it. */
 	u32 mark_ahead;
-	/* Feature mark_group: a chunk mark marks its whole group. */
-	u32 group_sectors;
 
 	/* NULL until the first preresume: the old table may still write. */
 	struct chj_metadata *md;
@@ -470,7 +466,7 @@ static void chj_status(struct dm_target *ti, status_type_t type,
 {
 	struct chj_target *c = ti->private;
 	struct chj_md_stats st;
-	unsigned int sz = 0, nfeat;
+	unsigned int sz = 0;
 
 	switch (type) {
 	case STATUSTYPE_INFO:
@@ -491,25 +487,21 @@ static void chj_status(struct dm_target *ti, status_type_t type,
 	case STATUSTYPE_TABLE:
 		DMEMIT("%s %s %u", c->metadata_dev->name, c->origin_dev->name,
 		       c->region_sectors);
-		nfeat = (c->mark_ahead ? 2 : 0) +
-			(c->chunk_sectors != CHJ_DEFAULT_CHUNK_SECTORS ? 2 : 0) +
-			(c->group_sectors != CHJ_DEFAULT_GROUP_SECTORS ? 2 : 0);
-		if (nfeat)
-			DMEMIT(" %u", nfeat);
+		if (c->mark_ahead || c->chunk_sectors != CHJ_DEFAULT_CHUNK_SECTORS)
+			DMEMIT(" %u", (c->mark_ahead ? 2 : 0) +
+			       (c->chunk_sectors != CHJ_DEFAULT_CHUNK_SECTORS ? 2 : 0));
 		if (c->chunk_sectors != CHJ_DEFAULT_CHUNK_SECTORS)
 			DMEMIT(" chunk_sectors %u", c->chunk_sectors);
 		if (c->mark_ahead)
 			DMEMIT(" mark_ahead %u", c->mark_ahead);
-		if (c->group_sectors != CHJ_DEFAULT_GROUP_SECTORS)
-			DMEMIT(" mark_group %u", c->group_sectors);
 		break;
 	case STATUSTYPE_IMA:
 		DMEMIT_TARGET_NAME_VERSION(ti->type);
 		DMEMIT(",metadata_device=%s,origin_device=%s,region_sectors=%u",
 		       c->metadata_dev->name, c->origin_dev->name,
 		       c->region_sectors);
-		DMEMIT(",chunk_sectors=%u,mark_ahead=%u,mark_group=%u;",
-		       c->chunk_sectors, c->mark_ahead, c->group_sectors);
+		DMEMIT(",chunk_sectors=%u,mark_ahead=%u;", c->chunk_sectors,
+		       c->mark_ahead);
 		break;
 	}
 }
@@ -560,8 +552,7 @@ static int chj_preresume(struct dm_target *ti)
 		return 0;
 	mark_all = take_failed(c->metadata_dev->bdev->bd_dev);
 	md = chj_md_open(c->metadata_dev->bdev, ti->len, c->region_sectors,
-			 __ffs(c->chunk_sectors) - c->region_shift,
-			 __ffs(c->group_sectors) - c->region_shift, mark_all,
+			 __ffs(c->chunk_sectors) - c->region_shift, mark_all,
 			 &error);
 	if (IS_ERR(md)) {
 		DMERR("%s: %s", dm_device_name(dm_table_get_md(ti->table)),
@@ -624,10 +615,7 @@ static int check_metadata(struct dm_target *ti, struct chj_target *c)
 	return 0;
 }
 
-/*
- * [<#feature args> <feature arg>*]: "chunk_sectors <n>", "mark_group <n>",
- * "mark_ahead <n>".
- */
+/* [<#feature args> <feature arg>*]: "chunk_sectors <n>", "mark_ahead <n>". */
 static int parse_features(struct dm_target *ti, struct chj_target *c,
 			  unsigned int argc, char **argv)
 {
@@ -643,13 +631,6 @@ static int parse_features(struct dm_target *ti, struct chj_target *c,
 			    !is_power_of_2(c->chunk_sectors) ||
 			    c->chunk_sectors < c->region_sectors) {
 				ti->error = "chunk_sectors: a power of two >= the region size";
-				return -EINVAL;
-			}
-		} else if (!strcasecmp(argv[i], "mark_group") && i + 1 < argc) {
-			if (kstrtou32(argv[++i], 10, &c->group_sectors) ||
-			    !is_power_of_2(c->group_sectors) ||
-			    c->group_sectors < c->region_sectors) {
-				ti->error = "mark_group: a power of two >= the region size";
 				return -EINVAL;
 			}
 		} else if (!strcasecmp(argv[i], "mark_ahead") && i + 1 < argc) {
@@ -683,7 +664,6 @@ static int chj_parse_args(struct dm_target *ti, struct chj_target *c,
 	}
 	c->region_shift = __ffs(c->region_sectors);
 	c->chunk_sectors = max(CHJ_DEFAULT_CHUNK_SECTORS, c->region_sectors);
-	c->group_sectors = max(CHJ_DEFAULT_GROUP_SECTORS, c->region_sectors);
 	if (argc > 3) {
 		r = parse_features(ti, c, argc - 3, argv + 3);
 		if (r)

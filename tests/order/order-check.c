@@ -26,11 +26,7 @@
  * adds the superblock blocks, whose intent map marks the region's chunk.
  * The checker sees no contents, so any durable superblock write queued
  * after the chunk's first incoming write in the epoch counts as the mark
- * (a chunk is marked once and covers its later writes).  dm-chj marks a
- * chunk with its whole group (the table's mark_group, --mark-group): the
- * checker then takes the group as the chunk, which credits a group's mark
- * to its later chunks and checks retired chunks' new marks per group only
- * (less strict, never wrongly failing).  After a flushed
+ * (a chunk is marked once and covers its later writes).  After a flushed
  * superblock write that may have retired it, a chunk needs a new mark for
  * its next write when no write came to it over the last two such writes
  * (dm-chj retires chunks idle for a whole clean pass; a chunk retired while
@@ -102,7 +98,6 @@ static struct {
 	uint32_t chj, meta, origin, version;
 	uint64_t region_sectors, nr_regions, bitmap_start, bitmap_blocks;
 	uint32_t mark_ahead;
-	uint64_t mark_group;	/* sectors a chunk mark covers (the table's mark_group) */
 	bool fake_no_marks;
 	unsigned max_report;
 } cfg = { .max_report = 20 };
@@ -879,8 +874,7 @@ static void usage(void)
 {
 	fputs("usage: order-check --chj MAJ,MIN --origin MAJ,MIN --meta MAJ,MIN --metadata PATH\n"
 	      "                   [--meta-write-through] [--origin-write-through]\n"
-	      "                   [--mark-ahead N] [--mark-group SECTORS] [--fake-no-marks]\n"
-	      "                   [--max-report N] [TRACE]\n"
+	      "                   [--mark-ahead N] [--fake-no-marks] [--max-report N] [TRACE]\n"
 	      "Checks dm-chj's write-ahead order in a block trace (counter clock); see the\n"
 	      "comment at the top of order-check.c and docs/testing.md.\n", stderr);
 	exit(2);
@@ -930,9 +924,6 @@ int main(int argc, char **argv)
 		} else if (!strcmp(a, "--mark-ahead") && v) {
 			if (chj_parse_u64(v, &n) || n > UINT32_MAX) usage();
 			cfg.mark_ahead = (uint32_t)n; i++;
-		} else if (!strcmp(a, "--mark-group") && v) {
-			if (chj_parse_u64(v, &n) || !n || (n & (n - 1))) usage();
-			cfg.mark_group = n; i++;
 		} else if (!strcmp(a, "--max-report") && v) {
 			if (chj_parse_u64(v, &n) || n > UINT_MAX) usage();
 			cfg.max_report = (unsigned)n; i++;
@@ -957,9 +948,6 @@ int main(int argc, char **argv)
 	cfg.bitmap_blocks = sb.bitmap_blocks;
 	cfg.version = sb.version;
 	chunk_shift = sb.version >= 2 ? sb.chunk_shift : 0;
-	/* A group bigger than the chunk: the group is the unit of marking. */
-	while (sb.version >= 2 && cfg.mark_group > (uint64_t)sb.region_sectors << chunk_shift)
-		chunk_shift++;
 	nr_chunks = sb.version >= 2 ? chj_chunks_for(sb.nr_regions, chunk_shift) : 0;
 	meta_blocks = sb.metadata_blocks;
 

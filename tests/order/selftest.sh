@@ -145,15 +145,6 @@ expect fail "format 2: a chunk idle over three retires is written without a new 
   mk 44 "checkpoint end"; q 45 $M WFS 0 8; bc 46 $M WFS 0 8; q 47 $C W 8 8; q 48 $O W 0 8;
   q 49 $O W 8 8; } >"$tmp/trace"
 expect pass "format 2: a write held over the switch, marked after it, covers a later one" "" $WT
-# Mark groups (the table's mark_group): a chunk's mark covers its group
-# (4 MiB chunks here; an 8 MiB group is chunks 0 and 1).
-{ ckpt 10; q 20 $C W 0 8; q 21 $M WFS 0 8; bc 22 $M WFS 0 8; q 23 $O W 0 8;
-  q 30 $C W 8192 8; q 31 $O W 8192 8; } >"$tmp/trace"
-expect fail "format 2: the next chunk without a mark of its own (no groups)" "no durable write of metadata block" $WT
-expect pass "format 2: the next chunk, in the first one's group" "" $WT --mark-group 16384
-{ ckpt 10; q 20 $C W 0 8; q 21 $M WFS 0 8; bc 22 $M WFS 0 8; q 23 $O W 0 8;
-  q 30 $C W 16384 8; q 31 $O W 16384 8; } >"$tmp/trace"
-expect fail "format 2: a chunk of the next group without a mark" "no durable write of metadata block" $WT --mark-group 16384
 # The exact-bit rule: a region's write may pass on its bitmap block, written
 # after the region's first incoming write and flushed after (dm-chj's
 # cleaner: plain writes, then one flush), with no chunk mark.

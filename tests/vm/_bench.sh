@@ -96,9 +96,6 @@ table() { # TARGET: the dm table for it
 	linear) echo "0 $S linear $ORIGIN 0" ;;
 	chj) echo "0 $S chj $META $ORIGIN 8" ;;
 	chj64) echo "0 $S chj $META $ORIGIN 128" ;;
-	# dm-chj marking one chunk per commit (mark_group = the 4 MiB chunk):
-	# the A/B of mark groups.
-	chjc) echo "0 $S chj $META $ORIGIN 8 2 mark_group 8192" ;;
 	era) echo "0 $S era $META $ORIGIN 8" ;;
 	era64) echo "0 $S era $META $ORIGIN 128" ;;
 	*) fail "unknown target $1" ;;

@@ -77,14 +77,11 @@ order_stop() {
 }
 
 # order_check NAME METADATA FILE [options]: run the checker on a saved trace;
-# the metadata device's cache mode comes from sysfs, the mark group from
-# the table (dm-chj's default, 64 MiB, when it names none).
+# the metadata device's cache mode comes from sysfs.
 order_check() {
-	local name=$1 meta_path=$2 file=$3 devs opts=() group
+	local name=$1 meta_path=$2 file=$3 devs opts=()
 	shift 3
 	read -ra devs <<<"$(_order_devs "$name")"
-	group=$(dmsetup table "$name" | sed -n 's/.* mark_group \([0-9]*\).*/\1/p')
-	opts+=(--mark-group "${group:-131072}")
 	if grep -q "write through" "/sys/dev/block/${devs[1]}/queue/write_cache"; then
 		opts+=(--meta-write-through)
 	fi

@@ -52,11 +52,7 @@ setup() {
 		META=/dev/mapper/md ORIGIN=/dev/ram0 RS=128 ;;
 	esac
 	dd if=/dev/zero of="$META" bs=1M count=4 oflag=direct status=none
-	# One chunk per mark (mark_group = the 4 MiB chunk): a mark commit per
-	# chunk gives each bug as many chances to show as before mark groups
-	# (the checker reads the group from the table).  order-trace runs the
-	# default groups.
-	dm_create c "$(chj_table "$META" "$ORIGIN" "$RS") 2 mark_group 8192" >/dev/null
+	dm_create c "$(chj_table "$META" "$ORIGIN" "$RS")" >/dev/null
 }
 
 teardown() {

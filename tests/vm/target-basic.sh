@@ -70,14 +70,12 @@ dmsetup remove d
 losetup -d "$loop"
 
 log "chunks: one mark covers a chunk; idle chunks are retired; mark_ahead is accepted"
-# (mark_group = the chunk: one chunk per mark, as the counts below say.)
 # No clean pass may retire a chunk between the writes below: a 60 s
 # interval while they run, then a suspend retires everything.
 echo 60000 >/sys/module/dm_chj/parameters/clean_interval_ms
 dd if=/dev/zero of=/dev/ram3 bs=4096 count=2 oflag=direct status=none
-dev=$(dm_create m "$(chj_table /dev/ram3 /dev/ram1 8) 6 chunk_sectors 2048 mark_ahead 64 mark_group 2048")
-assert_eq "0 $S chj 1:3 1:1 8 6 chunk_sectors 2048 mark_ahead 64 mark_group 2048" "$(dmsetup table m)" \
-	"table echo with features"
+dev=$(dm_create m "$(chj_table /dev/ram3 /dev/ram1 8) 4 chunk_sectors 2048 mark_ahead 64")
+assert_eq "0 $S chj 1:3 1:1 8 4 chunk_sectors 2048 mark_ahead 64" "$(dmsetup table m)" "table echo with features"
 stat_of() { dmsetup message m 0 stats | tr ' ' '\n' | sed -n "s/^$1=//p"; }
 assert_eq 256 "$(stat_of chunk_regions)" "chunk of 1 MiB (2048 sectors)"
 wr "$dev" 4000 4
@@ -111,37 +109,6 @@ assert_eq "3 0" "$(stat_of commits) $(stat_of marked_chunks)" "a rewrite after t
 [ "$(stat_of chunk_retires)" -ge 3 ] || fail "retires counted: $(dmsetup message m 0 stats)"
 echo 1000 >/sys/module/dm_chj/parameters/clean_interval_ms
 dmsetup remove m
-
-log "mark groups: a chunk is marked with its group; the group's idle chunks are retired"
-echo 60000 >/sys/module/dm_chj/parameters/clean_interval_ms
-dd if=/dev/zero of=/dev/ram3 bs=4096 count=2 oflag=direct status=none
-# 1 MiB chunks in groups of 16 MiB.
-dev=$(dm_create m "$(chj_table /dev/ram3 /dev/ram1 8) 4 chunk_sectors 2048 mark_group 32768")
-assert_eq "0 $S chj 1:3 1:1 8 4 chunk_sectors 2048 mark_group 32768" "$(dmsetup table m)" "table echo: mark_group"
-wr "$dev" 4000 4
-assert_eq "16 1 16" "$(stat_of chunk_marks) $(stat_of commits) $(stat_of marked_chunks)" \
-	"first write: its group of 16 chunks in one commit"
-wr "$dev" $((15 * 1024)) 4
-wr "$dev" $((9 * 1024)) 4
-assert_eq "1 16" "$(stat_of commits) $(stat_of marked_chunks)" "a first write elsewhere in the group: no commit"
-wr "$dev" $((17 * 1024)) 4
-assert_eq "2 32" "$(stat_of commits) $(stat_of marked_chunks)" "the next group: one more commit"
-assert_eq 4 "$(st m marked)" "the exact map holds the written regions only"
-dmsetup suspend m
-dmsetup resume m
-assert_eq 0 "$(stat_of marked_chunks)" "suspend: every chunk retired"
-# With a 100 ms cleaner (armed by the next mark): a new region marks its
-# group again; the cleaner retires the group's chunks, idle after it.
-echo 100 >/sys/module/dm_chj/parameters/clean_interval_ms
-wr "$dev" $((5 * 1024 + 8)) 4
-# (chunk_marks counts chunks marked: the cleaner may have retired them by now.)
-assert_eq "3 48" "$(stat_of commits) $(stat_of chunk_marks)" "a new region: its group of 16 marked again"
-for _ in $(seq 100); do [ "$(stat_of marked_chunks)" = 0 ] && break; sleep 0.1; done
-assert_eq "0 5" "$(stat_of marked_chunks) $(st m marked)" "the group's idle chunks retired, exact bits kept"
-echo 1000 >/sys/module/dm_chj/parameters/clean_interval_ms
-dmsetup remove m
-must_refuse "mark_group not a power of two" "$(chj_table /dev/ram3 /dev/ram1 8) 2 mark_group 3000" "mark_group"
-must_refuse "mark_group smaller than a region" "$(chj_table /dev/ram3 /dev/ram1 16) 2 mark_group 8" "mark_group"
 must_refuse "mark_ahead too large" "$(chj_table /dev/ram3 /dev/ram1 8) 2 mark_ahead 40000" "mark_ahead takes"
 must_refuse "chunk smaller than a region" "$(chj_table /dev/ram3 /dev/ram1 16) 2 chunk_sectors 8" "chunk_sectors"
 must_refuse "chunk not a power of two" "$(chj_table /dev/ram3 /dev/ram1 8) 2 chunk_sectors 3000" "chunk_sectors"
