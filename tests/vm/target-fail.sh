@@ -14,9 +14,7 @@ MS=$(sectors /dev/ram0)
 S=$(sectors /dev/ram1)
 dmsetup create md --table "0 $MS linear /dev/ram0 0"
 md=$(dm_node md)
-# One 4 MiB chunk per mark (mark_group = the chunk), so that a write to
-# another chunk needs a mark of its own.
-dev=$(dm_create t "$(chj_table "$md" /dev/ram1 8) 2 mark_group 8192")
+dev=$(dm_create t "$(chj_table "$md" /dev/ram1 8)")
 head -c 64M /dev/urandom | dd of=/dev/ram1 bs=1M oflag=direct status=none
 wr "$dev" 0 4
 assert_eq 1 "$(st t marked)" "marked before the fault"
