@@ -71,7 +71,6 @@ int rx_fail(struct resolver *r, int code, const char *fmt, ...)
  * past a filesystem's end is only granularity) are not attributable.
  */
 void rx_check_outside(struct resolver *r, uint64_t fs_bytes, const char *fs);
-void test_log_race(void);
 
 /* ---- sorted sets of ranges (rangeset.c) ---- */
 struct range {
@@ -315,6 +314,9 @@ int target_read_changes(struct resolver *r);
 int target_epoch_marks(struct resolver *r, const struct rangeset *read, struct rangeset *marked);
 /* RX_FULL_SCAN if the target is in fail mode, else RX_OK (or an error). */
 int target_check_mode(struct resolver *r);
+/* chj-resolve-test's CHJ_RESOLVE_LOG_RACE, run once before a log's head is
+ * read again (ext4.c's jbd2 walk, xfs.c's log scans); nothing in chj-resolve. */
+void test_log_race(void);
 
 /* rawio.c: O_DIRECT reads of the device at any byte offset and length. */
 int raw_read(struct resolver *r, void *buf, size_t len, uint64_t off);
