@@ -278,21 +278,13 @@ fi
 # run by chj-resolve-test's CHJ_RESOLVE_LOG_RACE between its read of the
 # log and its re-read of the log's head (ext4: the jbd2 superblock; XFS:
 # the head record), so the log moves exactly there; then resolves with the
-# traffic running meanwhile.  Each answer is round 2's again: complete
+# traffic running meanwhile, until the log wrapped.  Each answer is round 2's again: complete
 # (exit 0), or exit 3 for a log that moved too much.  ext4: the race runs
 # until the journal superblock moved (a checkpoint took the tail), and the
 # resolver must say it walked the journal again.  XFS: until the head
 # moved, less than a lap: the answer stands (exit 0).
-churn() { # churn: one round of metadata traffic, synced
-	(cd "$mnt/churn" && seq -f c%g 2000 | xargs touch)
-	sync
-}
-log_state() { # log_state: where the log is now
-	case $fs in
-	ext4) dumpe2fs -h "$loop" 2>/dev/null | grep -E '^Journal (sequence|start):' | tr '\n' ' ' ;;
-	xfs*) cat "/sys/fs/xfs/${loop##*/}/log/log_head_lsn" ;;
-	esac
-}
+# The traffic: log-churn.sh (one round: 2000 files touched, then sync).
+churn() { "$here/log-churn.sh" "$mnt/churn"; }
 # live_check NAME [RACE]: round 2's resolve (since epoch 3, current 4),
 # with CHJ_RESOLVE_LOG_RACE=RACE; exit 0 and complete, or (without RACE)
 # exit 3 with the log named as the reason.
@@ -318,32 +310,38 @@ if [ "$fs" = ext4 ] || [[ $fs == xfs* && -z ${HOST_WRAP_FILES:-} ]]; then
 	echo "--- live log: the log moves during the resolve"
 	mkdir "$mnt/churn"
 	churn
-	cat >"$work/race.sh" <<RACE
-#!/bin/bash
-# Metadata traffic until the log moved (at most 200 rounds).
-$(declare -f churn log_state)
-fs=$fs loop=$loop mnt=$mnt
-s0=\$(log_state)
-for ((i = 0; i < 200; i++)); do
-	churn
-	[ "\$(log_state)" != "\$s0" ] && { echo "race: the log moved after \$((i + 1)) rounds (\$s0 -> \$(log_state))" >&2; exit 0; }
-done
-echo "race: the log did not move" >&2
-exit 1
-RACE
-	chmod +x "$work/race.sh"
-	live_check live-race "$work/race.sh"
+	live_check live-race "$here/log-churn.sh $mnt/churn $loop $fs 200"
 	grep -q "^race: the log moved" "$work/live-race.stats" || { echo "FAIL: live-race: no race"; exit 1; }
 	if [ "$fs" = ext4 ]; then
 		grep -q "^journal: it moved during a walk: walked again" "$work/live-race.stats" ||
 			{ echo "FAIL: live-race: the journal moved and was not walked again"; exit 1; }
 	fi
-	# The same with the traffic running all along.
-	(while [ ! -e "$work/churn.stop" ]; do churn; done) &
+	# The same with the traffic running all along, a resolve every few
+	# rounds (ext4 2, XFS 8), at least three and on until the log wrapped
+	# (ext4: the jbd2 tail went down; XFS: the head's cycle went up).
+	every=2
+	[ "$fs" = ext4 ] || every=8
+	s0=$("$here/log-churn.sh" --state "$loop" "$fs") laps=0
+	exec {rounds}< <(while [ ! -e "$work/churn.stop" ]; do churn; echo round; done)
 	churner=$!
-	for i in 1 2 3; do live_check "live-churn$i"; done
+	for ((i = 1; ; i++)); do
+		for ((r = 0; r < every; r++)); do
+			read -r -t 60 -u "$rounds" _ || { echo "FAIL: live: the traffic stopped"; exit 1; }
+		done
+		live_check "live-churn$i"
+		s1=$("$here/log-churn.sh" --state "$loop" "$fs")
+		case $fs in
+		ext4) [ "${s1% *}" -ge "${s0% *}" ] || laps=$((laps + 1)); s0=$s1 ;;
+		*) laps=$((${s1% *} - ${s0% *})) ;;
+		esac
+		[ $i -lt 3 ] || [ $laps = 0 ] || break
+		[ $i -lt 100 ] || { echo "FAIL: live: the log did not wrap in $i resolves"; exit 1; }
+	done
 	touch "$work/churn.stop"
+	cat <&"$rounds" >/dev/null
+	exec {rounds}<&-
 	wait "$churner"
+	echo "live: $i resolves under traffic, the log wrapped $laps times"
 fi
 
 # The hostile-filesystem checks (hostile.sh: deep and long paths, many

@@ -82,6 +82,7 @@ dd if=/dev/zero of="$META" bs=1M count="$META_MIB" oflag=direct status=none
 
 params="reps=$REPS size_mib=$SIZE_MIB meta_mib=$META_MIB nios=$NIOS ckpt_s=$CKPT_S targets=${TARGETS// /,}"
 [ "$TRACE" != 1 ] || params="$params trace=1"
+[ -z "${BENCH_JOBS:-}" ] || params="$params jobs=${JOBS// /,}"
 {
 	printf 'kind\ttarget\n'
 	printf 'kernel\t%s\n' "$(uname -r)"

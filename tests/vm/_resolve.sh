@@ -185,6 +185,7 @@ resolve_xfs() {
 	grep -q "state store: state of epoch .* used" "$CHJ_OUT/out2.json.stats" ||
 		fail "round 2 was not answered with the state store"
 	resolve_min_precision 0.90
+	resolve_live x $mnt xfs
 	umount $mnt
 	"$CHJ" remove x
 	log "ok"
@@ -211,4 +212,86 @@ resolve_exit_tests() {
 	rexpect 1 "$RESOLVE" "$dev"
 	grep -q "not mounted" "$CHJ_OUT/last.err" || fail "no 'not mounted'"
 	mount "$dev" "$mnt"
+}
+
+# resolve_live NAME MNT FS: a resolve while traffic moves the log (issue
+# 14), over the real target, after resolve_truth_test: round 2's changes
+# (since the current epoch) are the answer each time.  The traffic is
+# tests/resolve/log-churn.sh in MNT/churn.  First the race: the traffic
+# runs as chj-resolve-test's CHJ_RESOLVE_LOG_RACE, between the resolver's
+# read of the log and its re-read of the head, until the kernel moved the
+# log (ext4: the jbd2 superblock, rewritten when a checkpoint took the
+# tail, and the resolver must say it walked again; XFS: the head).  Then
+# resolves with the traffic running all along, one every two rounds: at
+# least three, and on ext4 (a 4 MiB journal) until the journal wrapped
+# (its tail went back towards the start).  XFS's log is at least 64 MiB,
+# about 50 s of this traffic per lap under TCG: a lap under a live
+# resolve is host-check's (tests/resolve/host-check.sh, "live log").
+# btrfs reads no log: three resolves under the traffic.  Each answer holds
+# every truly changed file (exit 0), or is exit 3 naming the log (it moved
+# too much).  FS: ext4, xfs or btrfs.
+resolve_live() {
+	local name=$1 mnt=$2 fs=$3 i laps=0 s0 s1 churner rounds outs=() moved=
+	local churn=$CHJ_ROOT/tests/resolve/log-churn.sh dev=/dev/mapper/$1
+	rlog "live: resolves while traffic moves the log ($fs)"
+	mkdir "$mnt/churn"
+	"$churn" "$mnt/churn"
+	if [ "$fs" != btrfs ]; then
+		live_resolve "$name" live-race "$churn $mnt/churn $dev $fs 60" && outs+=("$CHJ_OUT/live-race.json")
+		grep -q "^race: the log moved" "$CHJ_OUT/live-race.stats" || fail "live-race: no race"
+		if [ "$fs" = ext4 ]; then
+			grep -q "^journal: it moved during a walk: walked again" "$CHJ_OUT/live-race.stats" ||
+				fail "live-race: the journal moved and was not walked again"
+		fi
+		s0=$("$churn" --state "$dev" "$fs")
+		moved="the log from $s0 to"
+	fi
+	# The traffic says "round" after each round; each resolve starts after
+	# two more (the traffic goes on meanwhile): resolves back to back
+	# would starve it.
+	exec {rounds}< <(while [ ! -e "$CHJ_OUT/churn.stop" ]; do "$churn" "$mnt/churn"; echo round; done)
+	churner=$!
+	for ((i = 1; ; i++)); do
+		read -r -t 60 -u "$rounds" _ || fail "live: the traffic stopped"
+		read -r -t 60 -u "$rounds" _ || fail "live: the traffic stopped"
+		! live_resolve "$name" "live-churn$i" || outs+=("$CHJ_OUT/live-churn$i.json")
+		if [ "$fs" = ext4 ]; then
+			# START (the tail) went down: the journal wrapped.
+			s1=$("$churn" --state "$dev" "$fs")
+			log "live-churn$i: the journal's tail at ${s1% *} (from ${s0% *})"
+			[ "${s1% *}" -ge "${s0% *}" ] || laps=$((laps + 1))
+			s0=$s1
+			[ $i -lt 30 ] || fail "live: the journal did not wrap in $i resolves"
+			[ $laps = 0 ] && continue
+		fi
+		[ $i -lt 3 ] || break
+	done
+	touch "$CHJ_OUT/churn.stop"
+	cat <&"$rounds" >/dev/null
+	exec {rounds}<&-
+	wait "$churner"
+	rm -f "$CHJ_OUT/churn.stop"
+	[ -z "$moved" ] || moved="; $moved $("$churn" --state "$dev" "$fs"), wrapped $laps times"
+	rlog "live: $i resolves under traffic$moved; ${#outs[@]} answers to check"
+	[ ${#outs[@]} -gt 0 ] || fail "live: every resolve exited 3"
+	python3 "$TRUTH" check "$CHJ_OUT/after.json" "$CHJ_OUT/after2.json" "${outs[@]}" \
+		--mount "$mnt" --writes "$CHJ_OUT/writes2" >"$CHJ_OUT/live.check" ||
+		{ cat "$CHJ_OUT/live.check"; fail "live: a resolve missed changes"; }
+	grep "^check" "$CHJ_OUT/live.check"
+}
+
+# live_resolve NAME CHECK [RACE]: round 2's resolve of chj device NAME (the
+# current epoch), --json into $CHJ_OUT/CHECK.json, with
+# CHJ_RESOLVE_LOG_RACE=RACE.  Exit 0: an answer to check; 1: exit 3
+# naming the log (allowed without RACE); anything else fails the test.
+live_resolve() {
+	local name=$1 n=$2 race=${3:-} rc=0 o=$CHJ_OUT/$2
+	CHJ_RESOLVE_LOG_RACE=$race "$RESOLVE_TEST" --stats --json "$name" >"$o.json" 2>"$o.stats" || rc=$?
+	grep -E '^(journal|chj-resolve|race)' "$o.stats" || true
+	if [ $rc = 3 ] && [ -z "$race" ] && grep -qE 'journal moved|XFS log' "$o.stats"; then
+		log "$n: exit 3 (the log moved too much): allowed"
+		return 1
+	fi
+	[ $rc = 0 ] || { cat "$o.stats"; fail "$n: chj-resolve exited $rc"; }
+	! grep -q "LOG_RACE failed" "$o.stats" || fail "$n: the race did not happen"
 }

@@ -4,7 +4,8 @@
 # before/after snapshots), across subvolumes, a nested subvolume and a
 # snapshot taken after the checkpoint, with reflinks, over two epochs; the
 # --json ranges cover every write (scattered ones into a sparse VM image
-# among them); a filesystem on two devices exits 3 ("full scan needed").
+# among them); resolves while traffic runs (resolve_live); a filesystem on
+# two devices exits 3 ("full scan needed").
 # Mounted noatime, as btrfs usually is.
 # vm-disks: 64M 1G 256M
 # vm-timeout: 300
@@ -68,6 +69,7 @@ grep -q "method btrfs" "$CHJ_OUT/out.json.stats" || fail "unexpected method"
 # Issue 16's target, as on ext4 and XFS (leaf neighbours told apart by
 # transid; no state store needed: 0.98-1.00 measured).
 resolve_min_precision 0.90
+resolve_live b $mnt btrfs
 
 log "exit 3: a second device joins the filesystem"
 btrfs -q device add -f /dev/vdc $mnt

@@ -4,7 +4,8 @@
 # listed, over two epochs, the --json ranges cover every write (scattered
 # ones into a sparse VM image among them); progress on a terminal; and the
 # exits: future epoch, wrong mount, not mounted, epoch no longer retained,
-# fail mode ("full scan needed", nothing on stdout).  resolve-ext4-inline:
+# fail mode ("full scan needed", nothing on stdout); resolves while traffic
+# wraps the journal (resolve_live).  resolve-ext4-inline:
 # the same with inline data.
 # vm-disks: 64M 1G 128M
 # vm-timeout: 300
@@ -18,11 +19,14 @@
 mnt=/tmp/mnt
 mkdir -p $mnt
 "$CHJ" create r /dev/vda /dev/vdb
-mkfs.ext4 -q /dev/mapper/r
+# The smallest journal (4 MiB), so that resolve_live's traffic wraps it in
+# seconds.
+mkfs.ext4 -q -J size=4 /dev/mapper/r
 mount /dev/mapper/r $mnt
 resolve_truth_test r $mnt
 # With the state store (steady state): issue 16's target.
 resolve_min_precision 0.90
+resolve_live r $mnt ext4
 resolve_progress r
 resolve_exit_tests r $mnt /dev/mapper/r
 umount $mnt

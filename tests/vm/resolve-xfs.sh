@@ -4,7 +4,8 @@
 # changed file and directory is listed (ground truth from before/after
 # snapshots), over two epochs, the --json ranges cover every write
 # (scattered ones into a sparse VM image among them), both while the
-# changes sit in the XFS log and after a freeze wrote them home.
+# changes sit in the XFS log and after a freeze wrote them home; resolves
+# while traffic wraps the log (resolve_live).
 # vm-disks: 64M 1G
 # vm-timeout: 300
 # shellcheck source=tests/vm/lib.sh disable=SC1091

@@ -1,0 +1,57 @@
+#!/bin/bash
+# Metadata traffic that moves a filesystem's log, and where the log is:
+# the live-log tests of chj-resolve (issue 14), on the host
+# (host-check.sh) and over dm-chj in the VM (tests/vm/_resolve.sh).
+#
+#   log-churn.sh DIR            one round: 2000 files in DIR touched
+#                               (created the first time), then sync
+#   log-churn.sh DIR DEV FS N   rounds until the log of DEV moved, at most
+#                               N: exit 0 and "race: the log moved after K
+#                               rounds" on stderr, or exit 1 ("did not")
+#   log-churn.sh --state DEV FS where the log is: "START SEQUENCE" of the
+#                               jbd2 superblock (ext4: it moves when a
+#                               checkpoint took the tail), "CYCLE BLOCK" of
+#                               the XFS log head (/sys/fs/xfs)
+# FS: ext4, or xfs (any XFS).  chj-resolve-test runs the second form as
+# CHJ_RESOLVE_LOG_RACE, between its read of the log and its re-read.
+set -euo pipefail
+
+state() { # state DEV FS
+	local t
+	case $2 in
+	ext4) dumpe2fs -h "$1" 2>/dev/null |
+		awk '/^Journal start:/ { s = $3 } /^Journal sequence:/ { q = $3 } END { print s, q }' ;;
+	xfs*)
+		# The kernel's name of DEV (loop0, dm-2): /sys/dev/block/MAJ:MIN.
+		t=$(stat -Lc '%t %T' "$1")
+		t=$(printf '%d:%d' "0x${t% *}" "0x${t#* }")
+		tr ':' ' ' <"/sys/fs/xfs/$(basename "$(readlink -f "/sys/dev/block/$t")")/log/log_head_lsn" ;;
+	*) echo "log-churn: no log state for $2" >&2; exit 2 ;;
+	esac
+}
+
+round() { # round DIR
+	(cd "$1" && seq -f c%g 2000 | xargs touch)
+	sync
+}
+
+if [ "${1:-}" = --state ]; then
+	state "$2" "$3"
+	exit 0
+fi
+case $# in
+1) round "$1" ;;
+4)
+	s0=$(state "$2" "$3")
+	for ((i = 1; i <= $4; i++)); do
+		round "$1"
+		s=$(state "$2" "$3")
+		if [ "$s" != "$s0" ]; then
+			echo "race: the log moved after $i rounds ($s0 -> $s)" >&2
+			exit 0
+		fi
+	done
+	echo "race: the log did not move in $4 rounds" >&2
+	exit 1 ;;
+*) echo "usage: $0 DIR [DEV FS ROUNDS] | --state DEV FS" >&2; exit 2 ;;
+esac
