@@ -12,6 +12,9 @@
 #                               jbd2 superblock (ext4: it moves when a
 #                               checkpoint took the tail), "CYCLE BLOCK" of
 #                               the XFS log head (/sys/fs/xfs)
+#   log-churn.sh --wraps FS A B how many times the log wrapped from state A
+#                               to a later state B (ext4: the tail went
+#                               down, once at most; XFS: the head's cycles)
 # FS: ext4, or xfs (any XFS).  chj-resolve-test runs the second form as
 # CHJ_RESOLVE_LOG_RACE, between its read of the log and its re-read.
 set -euo pipefail
@@ -39,6 +42,13 @@ if [ "${1:-}" = --state ]; then
 	state "$2" "$3"
 	exit 0
 fi
+if [ "${1:-}" = --wraps ]; then
+	case $2 in
+	ext4) [ "${4% *}" -ge "${3% *}" ] && echo 0 || echo 1 ;;
+	*) echo $((${4% *} - ${3% *})) ;;
+	esac
+	exit 0
+fi
 case $# in
 1) round "$1" ;;
 4)
@@ -53,5 +63,5 @@ case $# in
 	done
 	echo "race: the log did not move in $4 rounds" >&2
 	exit 1 ;;
-*) echo "usage: $0 DIR [DEV FS ROUNDS] | --state DEV FS" >&2; exit 2 ;;
+*) echo "usage: $0 DIR [DEV FS ROUNDS] | --state DEV FS | --wraps FS A B" >&2; exit 2 ;;
 esac

@@ -32,7 +32,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
-RESOLVE=$root/userspace/chj-resolve-test
+RESOLVE=${CHJ_RESOLVE_TEST:-$root/userspace/chj-resolve-test}
 TRUTH=$here/fstruth.py
 WL_PY=$here/workload.py
 # shellcheck source=tests/resolve/scratch.sh

@@ -256,10 +256,9 @@ resolve_live() {
 		read -r -t 60 -u "$rounds" _ || fail "live: the traffic stopped"
 		! live_resolve "$name" "live-churn$i" || outs+=("$CHJ_OUT/live-churn$i.json")
 		if [ "$fs" = ext4 ]; then
-			# START (the tail) went down: the journal wrapped.
 			s1=$("$churn" --state "$dev" "$fs")
 			log "live-churn$i: the journal's tail at ${s1% *} (from ${s0% *})"
-			[ "${s1% *}" -ge "${s0% *}" ] || laps=$((laps + 1))
+			laps=$((laps + $("$churn" --wraps "$fs" "$s0" "$s1")))
 			s0=$s1
 			[ $i -lt 30 ] || fail "live: the journal did not wrap in $i resolves"
 			[ $laps = 0 ] && continue

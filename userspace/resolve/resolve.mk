@@ -43,6 +43,12 @@ $(B)/resolve-test/%.o: resolve/%.c $(RESOLVE_HDRS) $(HDRS)
 chj-resolve-test: $(B)/resolve/main.o $(RESOLVE_HOOK_OBJS) $(B)/libchjresolve.a $(LIBCHJ)
 	$(CC) $(CFLAGS) $(SAN) -o $@ $^ $(PKG_LIBS) $(RESOLVE_LIBS) -lm
 
+# The same program built in $(B): with VARIANT=ubsan, the resolver of the
+# host tests (scripts/run-checks --host), so that undefined behaviour on a
+# real filesystem stops the run.
+$(B)/chj-resolve-test: $(B)/resolve/main.o $(RESOLVE_HOOK_OBJS) $(B)/libchjresolve.a $(LIBCHJ)
+	$(CC) $(CFLAGS) $(SAN) -o $@ $^ $(PKG_LIBS) $(RESOLVE_LIBS) -lm
+
 all: chj-resolve-test
 
 $(RESOLVE_UNIT): $(RESOLVE_TEST_OBJS) $(B)/libchjresolve.a $(LIBCHJ)
