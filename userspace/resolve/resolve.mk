@@ -40,13 +40,10 @@ $(B)/resolve-test/%.o: resolve/%.c $(RESOLVE_HDRS) $(HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(RESOLVE_CFLAGS) -DCHJ_RESOLVE_TEST_HOOKS -c -o $@ $<
 
-chj-resolve-test: $(B)/resolve/main.o $(RESOLVE_HOOK_OBJS) $(B)/libchjresolve.a $(LIBCHJ)
-	$(CC) $(CFLAGS) $(SAN) -o $@ $^ $(PKG_LIBS) $(RESOLVE_LIBS) -lm
-
-# The same program built in $(B): with VARIANT=ubsan, the resolver of the
-# host tests (scripts/run-checks --host), so that undefined behaviour on a
-# real filesystem stops the run.
-$(B)/chj-resolve-test: $(B)/resolve/main.o $(RESOLVE_HOOK_OBJS) $(B)/libchjresolve.a $(LIBCHJ)
+# $(B)/chj-resolve-test is the same program kept in $(B): with
+# VARIANT=ubsan, the resolver of the host tests (scripts/run-checks --host),
+# so that undefined behaviour on a real filesystem stops the run.
+chj-resolve-test $(B)/chj-resolve-test: $(B)/resolve/main.o $(RESOLVE_HOOK_OBJS) $(B)/libchjresolve.a $(LIBCHJ)
 	$(CC) $(CFLAGS) $(SAN) -o $@ $^ $(PKG_LIBS) $(RESOLVE_LIBS) -lm
 
 all: chj-resolve-test
