@@ -279,13 +279,12 @@ fi
 # run by chj-resolve-test's CHJ_RESOLVE_LOG_RACE between its read of the
 # log and its re-read of the log's head (ext4: the jbd2 superblock; XFS:
 # the head record), so the log moves exactly there; then resolves with the
-# traffic running meanwhile, until the log wrapped.  Each answer is round 2's again: complete
-# (exit 0), or exit 3 for a log that moved too much.  ext4: the race runs
-# until the journal superblock moved (a checkpoint took the tail), and the
-# resolver must say it walked the journal again.  XFS: until the head
-# moved, less than a lap: the answer stands (exit 0).
-# The traffic: log-churn.sh (one round: 2000 files touched, then sync).
-churn() { "$here/log-churn.sh" "$mnt/churn"; }
+# traffic running meanwhile, until the log wrapped.  Each answer is round
+# 2's again: complete (exit 0), or exit 3 for a log that moved too much.
+# ext4: the race runs until the journal superblock moved (a checkpoint
+# took the tail), and the resolver must say it walked the journal again.
+# XFS: until the head moved, less than a lap: the answer stands (exit 0).
+# The traffic is log-churn.sh (one round: 2000 files touched, then sync).
 # live_check NAME [RACE]: round 2's resolve (since epoch 3, current 4),
 # with CHJ_RESOLVE_LOG_RACE=RACE; exit 0 and complete, or (without RACE)
 # exit 3 with the log named as the reason.
@@ -310,7 +309,7 @@ live_check() {
 if [ "$fs" = ext4 ] || [[ $fs == xfs* && -z ${HOST_WRAP_FILES:-} ]]; then
 	echo "--- live log: the log moves during the resolve"
 	mkdir "$mnt/churn"
-	churn
+	"$here/log-churn.sh" "$mnt/churn"
 	live_check live-race "$here/log-churn.sh $mnt/churn $loop $fs 200"
 	grep -q "^race: the log moved" "$work/live-race.stats" || { echo "FAIL: live-race: no race"; exit 1; }
 	if [ "$fs" = ext4 ]; then
@@ -323,7 +322,7 @@ if [ "$fs" = ext4 ] || [[ $fs == xfs* && -z ${HOST_WRAP_FILES:-} ]]; then
 	every=2
 	[ "$fs" = ext4 ] || every=8
 	s0=$("$here/log-churn.sh" --state "$loop" "$fs") laps=0
-	exec {rounds}< <(while [ ! -e "$work/churn.stop" ]; do churn; echo round; done)
+	exec {rounds}< <("$here/log-churn.sh" --until "$work/churn.stop" "$mnt/churn")
 	churner=$!
 	for ((i = 1; ; i++)); do
 		for ((r = 0; r < every; r++)); do

@@ -5,6 +5,9 @@
 #
 #   log-churn.sh DIR            one round: 2000 files in DIR touched
 #                               (created the first time), then sync
+#   log-churn.sh --until FILE DIR
+#                               rounds until FILE exists, "round" on stdout
+#                               after each: a reader can wait for rounds
 #   log-churn.sh DIR DEV FS N   rounds until the log of DEV moved, at most
 #                               N: exit 0 and "race: the log moved after K
 #                               rounds" on stderr, or exit 1 ("did not")
@@ -43,6 +46,13 @@ if [ "${1:-}" = --state ]; then
 	state "$2" "$3"
 	exit 0
 fi
+if [ "${1:-}" = --until ]; then
+	while [ ! -e "$2" ]; do
+		round "$3"
+		echo round
+	done
+	exit 0
+fi
 if [ "${1:-}" = --wraps ]; then
 	case $2 in
 	# A start of 0 is an empty journal (after a freeze), not a wrap.
@@ -65,5 +75,5 @@ case $# in
 	done
 	echo "race: the log did not move in $4 rounds" >&2
 	exit 1 ;;
-*) echo "usage: $0 DIR [DEV FS ROUNDS] | --state DEV FS | --wraps FS A B" >&2; exit 2 ;;
+*) echo "usage: $0 DIR [DEV FS ROUNDS] | --until FILE DIR | --state DEV FS | --wraps FS A B" >&2; exit 2 ;;
 esac

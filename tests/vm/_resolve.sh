@@ -249,7 +249,7 @@ resolve_live() {
 	# The traffic says "round" after each round; each resolve starts after
 	# two more (the traffic goes on meanwhile): resolves back to back
 	# would starve it.
-	exec {rounds}< <(while [ ! -e "$CHJ_OUT/churn.stop" ]; do "$churn" "$mnt/churn"; echo round; done)
+	exec {rounds}< <("$churn" --until "$CHJ_OUT/churn.stop" "$mnt/churn")
 	churner=$!
 	for ((i = 1; ; i++)); do
 		read -r -t 60 -u "$rounds" _ || fail "live: the traffic stopped"
