@@ -345,7 +345,7 @@ void store_open(struct resolver *r, struct store *s, const char *ident)
 		store_warn(s, "not a regular file of root's, mode 0600: running without it");
 		goto off;
 	}
-	/* Kept (prefetch_store) until SQLite has closed the file: closing an
+	/* Kept (store_prefetch) until SQLite has closed the file: closing an
 	 * fd of a file drops the process's POSIX locks on it, SQLite's too. */
 	s->rafd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY) + 1;
 	close(dfd);
