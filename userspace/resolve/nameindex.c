@@ -361,18 +361,38 @@ int nidx_open(struct resolver *r, struct nidx *x)
 		close(fd);
 		return -1;
 	}
-	/* Closed before SQLite opens it: closing an fd of a file drops the
-	 * process's POSIX locks on it, SQLite's among them. */
-	close(fd);
-	return open_checked(x, ident, fresh);
+	/* Kept for nidx_prefetch, and closed only after SQLite has closed
+	 * the file: closing an fd of a file drops the process's POSIX locks
+	 * on it, SQLite's among them. */
+	if (open_checked(x, ident, fresh)) {
+		close(fd);
+		return -1;
+	}
+	x->rafd = fd + 1;
+	return 0;
+}
+
+void nidx_prefetch(struct nidx *x, uint64_t lookups)
+{
+	if (x->db && x->usable && x->rafd > 0)
+		prefetch_file(x->rafd - 1, lookups);
+}
+
+static void close_rafd(struct nidx *x)
+{
+	if (x->rafd > 0)
+		close(x->rafd - 1);
+	x->rafd = 0;
 }
 
 int nidx_close(struct nidx *x, int commit)
 {
 	int rc = 0;
 
-	if (!x->db)
+	if (!x->db) {
+		close_rafd(x);
 		return -1;
+	}
 	finalize_all(x);
 	if (commit && !x->failed &&
 	    (meta_put(x, "epoch", NULL, x->epoch) || meta_put(x, "root", NULL, x->root) ||
@@ -382,6 +402,7 @@ int nidx_close(struct nidx *x, int commit)
 		exec(x, "ROLLBACK");
 	sqlite3_close(x->db);
 	x->db = NULL;
+	close_rafd(x);
 	return commit && !x->failed ? rc : -1;
 }
 

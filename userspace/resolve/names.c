@@ -548,6 +548,34 @@ static int dgroup_cmp(const void *pa, const void *pb)
 	return rel_cmp(a->rel, b->rel);
 }
 
+/* The paths index_paths is about to check, stat'ed in parallel first
+ * (prefetch.c): its serial checks then find them cached. */
+static void warm_paths(struct nctx *c, const struct nlist *all, const struct dgroup *g,
+		       size_t ng)
+{
+	char **v = xmalloc((all->n ? all->n : 1) * sizeof(*v));
+	size_t n = 0;
+
+	for (size_t k = 0; k < ng; k++) {
+		size_t bl = strlen(g[k].rel);
+
+		for (size_t i = g[k].start; i < g[k].end; i++) {
+			const struct nent *e = &all->v[i];
+			char *p = xmalloc(bl + e->len + 2);
+
+			memcpy(p, g[k].rel, bl);
+			p[bl] = '/';
+			memcpy(p + (bl ? bl + 1 : 0), NL_NAME(all, e), e->len);
+			p[(bl ? bl + 1 : 0) + e->len] = 0;
+			v[n++] = p;
+		}
+	}
+	prefetch_lstat(c->r->mnt_fd, v, n);
+	while (n)
+		free(v[--n]);
+	free(v);
+}
+
 /* Every path of every listed inode, from the index; each checked with a
  * stat (an entry that names another inode now is dropped). */
 static int index_paths(struct nctx *c, uint64_t *dropped, uint64_t *budget)
@@ -599,6 +627,8 @@ static int index_paths(struct nctx *c, uint64_t *dropped, uint64_t *budget)
 	}
 	if (!rc && ng > 1)
 		qsort(g, ng, sizeof(*g), dgroup_cmp);
+	if (!rc)
+		warm_paths(c, &all, g, ng);
 	for (size_t k = 0; k < ng && !rc; k++) {
 		const char *base = g[k].rel;
 		size_t bl = strlen(base);
@@ -702,6 +732,9 @@ int resolve_names(struct resolver *r,
 		/* Many to name: a walk is cheaper (the index is still kept
 		 * current, from the changed directories alone). */
 		walk = x.entries >= WALK_MIN && listed > x.entries / WALK_RATIO;
+		/* About two searches a listed inode: its names, and whether
+		 * it is a directory (refresh). */
+		nidx_prefetch(&x, 2 * (uint64_t)listed);
 		if (!refresh(&c, &reread_n, &budget) &&
 		    (walk || !index_paths(&c, &dropped, &budget))) {
 			rc = walk ? walk_tree(r, NULL, NULL) : RX_OK;

@@ -50,6 +50,7 @@ struct nidx {
 	/* statistics of the run */
 	uint64_t looked, inserted, deleted;
 	char why[120];
+	int rafd;			/* an fd of the file + 1 (0: none), for prefetch_file */
 };
 
 int cache_off(void);
@@ -65,6 +66,9 @@ int cache_dir_open(struct resolver *r, int create);
 int nidx_open(struct resolver *r, struct nidx *x);
 /* Commit (with epoch, root, entry count) or roll back; closes. */
 int nidx_close(struct nidx *x, int commit);
+/* About to search it about lookups times: the file read ahead whole when
+ * that is cheaper than the searches' own reads (prefetch_file). */
+void nidx_prefetch(struct nidx *x, uint64_t lookups);
 /* Empty it for a rebuild (a walk), dropping its tables (or the file's
  * content) when SQLite cannot delete the rows; -1 on error. */
 int nidx_clear(struct nidx *x);

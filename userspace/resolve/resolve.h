@@ -354,6 +354,18 @@ int rel_lstat(int mnt_fd, const char *rel, struct stat *st);
  * it, then its next sibling.  rel_cmp_p for qsort of char *. */
 int rel_cmp(const char *a, const char *b);
 int rel_cmp_p(const void *a, const void *b);
+/*
+ * prefetch.c: lstat the paths rel[0..n) (relative to the mount, best in
+ * rel_cmp order) from a few threads at once, results thrown away: the
+ * kernel's caches then hold what the caller's own serial checks read.
+ * Returns when done; the number of threads used (0: too few paths).
+ */
+unsigned prefetch_lstat(int mnt_fd, char *const *rel, size_t n);
+/* fd (a SQLite file) read whole ahead, without waiting, when lookups
+ * random searches would read more of it than that costs: 1 if it was. */
+int prefetch_file(int fd, uint64_t lookups);
+/* Bytes [off, off + len) of fd's page cache read ahead, without waiting. */
+void prefetch_range(int fd, uint64_t off, uint64_t len);
 /* An open error meaning the path leads nowhere now (gone, or replaced by
  * a symlink, a non-directory or a socket: ENXIO): a change after the sync. */
 int path_gone(int err);

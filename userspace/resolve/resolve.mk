@@ -4,7 +4,7 @@
 
 RESOLVE_PKGS   := ext2fs com_err sqlite3
 RESOLVE_CFLAGS := $(shell pkg-config --cflags $(RESOLVE_PKGS))
-RESOLVE_LIBS   := $(shell pkg-config --libs $(RESOLVE_PKGS))
+RESOLVE_LIBS   := $(shell pkg-config --libs $(RESOLVE_PKGS)) -pthread
 
 RESOLVE_SRCS := $(wildcard resolve/*.c)
 RESOLVE_HDRS := $(wildcard resolve/*.h)

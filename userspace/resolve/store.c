@@ -345,6 +345,9 @@ void store_open(struct resolver *r, struct store *s, const char *ident)
 		store_warn(s, "not a regular file of root's, mode 0600: running without it");
 		goto off;
 	}
+	/* Kept (store_prefetch) until SQLite has closed the file: closing an
+	 * fd of a file drops the process's POSIX locks on it, SQLite's too. */
+	s->rafd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY) + 1;
 	close(dfd);
 	dfd = -1;
 	if (open_db(s)) {
@@ -425,6 +428,12 @@ int store_same(struct store *s, uint64_t root, uint64_t ino, const uint8_t h[ST_
 	else if (rows == 1 && null)
 		s->unknown++;
 	return same;
+}
+
+void store_prefetch(struct store *s, uint64_t lookups)
+{
+	if (s->db && s->can_compare && !s->failed && s->rafd > 0)
+		prefetch_file(s->rafd - 1, lookups);
 }
 
 int store_open_keys(struct store *s, uint64_t root, uint64_t **keys, size_t *n)
@@ -694,6 +703,8 @@ void store_close(struct store *s)
 		sqlite3_finalize(s->q_get);
 	if (s->db)
 		sqlite3_close(s->db);
+	if (s->rafd > 0)
+		close(s->rafd - 1);
 	free(s->v);
 	free(s->scratch);
 	memset(s, 0, sizeof(*s));

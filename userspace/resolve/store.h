@@ -52,6 +52,7 @@ struct store {
 	/* statistics */
 	uint64_t looked, same, unknown;
 	uint64_t staged, marked, written;
+	int rafd;			/* an fd of the file + 1 (0: none), for prefetch_file */
 	char why[200];
 	char err[200];			/* why a rebuild failed */
 	char saved_err[1024];		/* the run's error state, kept across */
@@ -76,6 +77,9 @@ void store_hash(struct store *s, uint64_t root, uint64_t ino, const void *rec, s
  * known and hashed to h; 0 otherwise (changed, unknown, absent, error).
  */
 int store_same(struct store *s, uint64_t root, uint64_t ino, const uint8_t h[ST_HASH]);
+/* About to call store_same lookups times: the file read ahead whole
+ * when that is cheaper than the searches' own reads (prefetch_file). */
+void store_prefetch(struct store *s, uint64_t lookups);
 /*
  * The keys (the ino column) of root's rows that are open (valid for the
  * newest snapshot on): what an update must close when they are gone

@@ -12,4 +12,5 @@ Suite *suite_cli(void);
 Suite *suite_store(void);
 Suite *suite_htab(void);
 Suite *suite_pathat(void);
+Suite *suite_prefetch(void);
 #endif
