@@ -30,6 +30,10 @@
 # (an XFS or btrfs): the checkpoint and the working copy share the tree's
 # blocks, and the change map is computed from the copies' extents
 # (FIEMAP: blocks still shared are equal; the rest compared).
+# BENCH_HOST_BASE=BIN adds an A/B: each repetition also runs BIN (another
+# chj-resolve-test, e.g. one built from an older commit) in the steady
+# state, right after this tree's, from a cold cache as well and with the
+# same store and index (method chj-resolve-base; resolver runs 23-28).
 # Results go to OUT as chj-benchdb import reads them.
 #   tests/resolve/bench-host.sh FS NFILES OUT [PCT [REPS]]   (root)
 set -euo pipefail
@@ -44,6 +48,8 @@ DIR=${BENCH_HOST_DIR:?BENCH_HOST_DIR: a directory on a filesystem with reflinks}
 R=$root/userspace/chj-resolve-test
 GUEST=$root/scripts/bench-db/chj-benchguest
 if [ ! -x "$R" ] || [ ! -x "$GUEST" ]; then echo "bench-host: build first (make)" >&2; exit 2; fi
+BASE=${BENCH_HOST_BASE:-}
+if [ -n "$BASE" ] && [ ! -x "$BASE" ]; then echo "bench-host: BENCH_HOST_BASE=$BASE: not an executable" >&2; exit 2; fi
 size=4096
 
 log() { echo "bench-host: $*" >&2; }
@@ -171,8 +177,8 @@ diffmap() {
 	printf 'kernel\t%s\n' "$(uname -r)"
 	printf 'date\t%s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)"
 	printf 'backing\thost-loop-%s-on-reflinked-file\n' "$([ "$(cat /sys/block/"${loop#/dev/}"/loop/dio)" = 1 ] && echo dio || echo buffered)"
-	printf 'params\tfiles=%s fs=%s changed=%s reps=%s file_size=%s methods=find-stat,chj-resolve-cold,chj-resolve,chj-resolve-warm tree=host-made mount=noatime page_cache=dropped where=host changes=image-diff\n' \
-		"$n" "$fs" "$pct" "$reps" "$size"
+	printf 'params\tfiles=%s fs=%s changed=%s reps=%s file_size=%s methods=find-stat,chj-resolve-cold,chj-resolve,%schj-resolve-warm tree=host-made mount=noatime page_cache=dropped where=host changes=image-diff\n' \
+		"$n" "$fs" "$pct" "$reps" "$size" "${BASE:+chj-resolve-base,}"
 	printf 'guest\thost:%s\n' "$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1 | tr ' ' _)x$(nproc)"
 } >"$OUT/run.tsv"
 touch "$OUT/manifest.tsv" "$OUT/extra.tsv"
@@ -253,6 +259,8 @@ for rep in $(seq "$reps"); do
 		${cold_image:+CHJ_RESOLVE_EPOCH_IMAGE="$cold_image"} CHJ_RESOLVE_CHANGES="$w/changes" "$R" --stats --since 3 "$loop"
 	measure chj-resolve "$rep" -- env CHJ_RESOLVE_CACHE_DIR="$w/warm" CHJ_RESOLVE_EPOCH=3 \
 		CHJ_RESOLVE_EPOCH_IMAGE="$w/c3.img" CHJ_RESOLVE_CHANGES="$w/changes" "$R" --stats --since 3 "$loop"
+	[ -z "$BASE" ] || measure chj-resolve-base "$rep" -- env CHJ_RESOLVE_CACHE_DIR="$w/warm" CHJ_RESOLVE_EPOCH=3 \
+		CHJ_RESOLVE_EPOCH_IMAGE="$w/c3.img" CHJ_RESOLVE_CHANGES="$w/changes" "$BASE" --stats --since 3 "$loop"
 	measure chj-resolve-warm "$rep" -- env CHJ_RESOLVE_CACHE_DIR="$w/warm" CHJ_RESOLVE_EPOCH=3 \
 		CHJ_RESOLVE_EPOCH_IMAGE="$w/c3.img" CHJ_RESOLVE_CHANGES="$w/changes" "$R" --stats --since 3 "$loop"
 done
