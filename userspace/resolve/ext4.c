@@ -392,10 +392,9 @@ struct blkcache {
 	int valid;
 };
 
-static void itable_range(struct e4 *c, uint64_t a, uint64_t len, unsigned reasons,
-			 struct blkcache *bc)
+/* The first inode table (c->it, sorted by start) that ends after byte a. */
+static size_t itable_first(const struct e4 *c, uint64_t a)
 {
-	uint64_t b = a + len;
 	size_t lo = 0, hi = c->nit;
 
 	while (lo < hi) {
@@ -406,11 +405,28 @@ static void itable_range(struct e4 *c, uint64_t a, uint64_t len, unsigned reason
 		else
 			hi = m;
 	}
-	for (size_t k = lo; k < c->nit && c->it[k].start < b; k++) {
+	return lo;
+}
+
+/* [*s, *e): the part of inode table t inside [a, b). */
+static void itable_clip(const struct itab *t, uint64_t a, uint64_t b, uint64_t *s, uint64_t *e)
+{
+	*s = a > t->start ? a : t->start;
+	*e = b < t->start + t->len ? b : t->start + t->len;
+}
+
+static void itable_range(struct e4 *c, uint64_t a, uint64_t len, unsigned reasons,
+			 struct blkcache *bc)
+{
+	uint64_t b = a + len;
+
+	for (size_t k = itable_first(c, a); k < c->nit && c->it[k].start < b; k++) {
 		const struct itab *t = &c->it[k];
-		uint64_t s = a > t->start ? a : t->start;
-		uint64_t e = b < t->start + t->len ? b : t->start + t->len;
-		uint64_t first = (s - t->start) / c->isz, last = (e - t->start + c->isz - 1) / c->isz;
+		uint64_t s, e, first, last;
+
+		itable_clip(t, a, b, &s, &e);
+		first = (s - t->start) / c->isz;
+		last = (e - t->start + c->isz - 1) / c->isz;
 
 		for (uint64_t idx = first; idx < last && idx < c->ipg; idx++) {
 			uint64_t ino = (uint64_t)t->group * c->ipg + idx + 1;
@@ -453,21 +469,11 @@ static void itable_range(struct e4 *c, uint64_t a, uint64_t len, unsigned reason
 static void itable_prefetch(struct e4 *c, uint64_t a, uint64_t len)
 {
 	uint64_t b = a + len;
-	size_t lo = 0, hi = c->nit;
 
-	while (lo < hi) {
-		size_t m = lo + (hi - lo) / 2;
+	for (size_t k = itable_first(c, a); k < c->nit && c->it[k].start < b; k++) {
+		uint64_t s, e;
 
-		if (c->it[m].start + c->it[m].len <= a)
-			lo = m + 1;
-		else
-			hi = m;
-	}
-	for (size_t k = lo; k < c->nit && c->it[k].start < b; k++) {
-		const struct itab *t = &c->it[k];
-		uint64_t s = a > t->start ? a : t->start;
-		uint64_t e = b < t->start + t->len ? b : t->start + t->len;
-
+		itable_clip(&c->it[k], a, b, &s, &e);
 		s = s / c->bs * c->bs;
 		prefetch_range(c->r->dev_fd, s, e - s);
 	}

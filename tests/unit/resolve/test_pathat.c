@@ -39,22 +39,6 @@ START_TEST(rel_cmp_puts_a_directory_before_what_is_under_it)
 }
 END_TEST
 
-static char *tmpdir(void)
-{
-	char *t = strdup("/tmp/chj-pathat.XXXXXX");
-
-	ck_assert_ptr_nonnull(mkdtemp(t));
-	return t;
-}
-
-static void rm_rf(const char *p)
-{
-	char cmd[256];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", p);
-	ck_assert_int_eq(system(cmd), 0);
-}
-
 /* A chain of levels directories named name under root, a file f in each;
  * ino[k] the inode of level k's directory. */
 static void make_chain(int root, const char *name, int levels, ino_t *ino)
@@ -133,7 +117,7 @@ static uint64_t visit_chain(int root, const char *name, int levels, const ino_t 
 START_TEST(dircur_chain_costs_one_open_per_level)
 {
 	enum { LEVELS = 3000 };
-	char *t = tmpdir();
+	char *t = scratch_dir("pathat");
 	int root = open(t, O_RDONLY | O_DIRECTORY);
 	ino_t *ino = calloc(LEVELS, sizeof(*ino));
 	char *p = malloc(2 * LEVELS + 8);
@@ -156,7 +140,7 @@ START_TEST(dircur_chain_costs_one_open_per_level)
 	ck_assert_int_ge(fd = rel_open(root, p, O_PATH), 0);
 	close(fd);
 	close(root);
-	rm_rf(t);
+	scratch_rm(t);
 	free(ino);
 	free(p);
 	free(t);
@@ -167,7 +151,7 @@ START_TEST(dircur_long_names_past_path_max)
 {
 	/* 30 levels of 250-byte names: a 7.5 KiB path. */
 	enum { LEVELS = 30 };
-	char name[251], *t = tmpdir();
+	char name[251], *t = scratch_dir("pathat");
 	int root = open(t, O_RDONLY | O_DIRECTORY);
 	ino_t ino[LEVELS];
 
@@ -176,14 +160,14 @@ START_TEST(dircur_long_names_past_path_max)
 	make_chain(root, name, LEVELS, ino);
 	ck_assert_uint_le(visit_chain(root, name, LEVELS, ino, NULL), 3 * LEVELS + 4);
 	close(root);
-	rm_rf(t);
+	scratch_rm(t);
 	free(t);
 }
 END_TEST
 
 START_TEST(dircur_follows_no_symlink_and_no_dotdot)
 {
-	char *t = tmpdir();
+	char *t = scratch_dir("pathat");
 	int root = open(t, O_RDONLY | O_DIRECTORY), fd;
 	struct dircur c;
 	struct stat st;
@@ -224,7 +208,7 @@ START_TEST(dircur_follows_no_symlink_and_no_dotdot)
 	ck_assert(path_gone(errno));
 	dircur_free(&c);
 	close(root);
-	rm_rf(t);
+	scratch_rm(t);
 	free(t);
 }
 END_TEST
@@ -236,7 +220,7 @@ END_TEST
  */
 START_TEST(a_file_replaced_by_a_socket_is_gone)
 {
-	char *t = tmpdir();
+	char *t = scratch_dir("pathat");
 	int root = open(t, O_RDONLY | O_DIRECTORY), s;
 	struct sockaddr_un a = { .sun_family = AF_UNIX };
 	struct dircur c;
@@ -253,7 +237,7 @@ START_TEST(a_file_replaced_by_a_socket_is_gone)
 	dircur_free(&c);
 	close(s);
 	close(root);
-	rm_rf(t);
+	scratch_rm(t);
 	free(t);
 }
 END_TEST
@@ -264,7 +248,7 @@ START_TEST(dircur_open_file_limit_met)
 	 * up levels and reopens them, and still reaches every level, each the
 	 * right inode, at a cost still linear in the visits. */
 	enum { LEVELS = 300 };
-	char *t = tmpdir();
+	char *t = scratch_dir("pathat");
 	int root = open(t, O_RDONLY | O_DIRECTORY), top = root;
 	ino_t ino[LEVELS];
 	struct rlimit rl;
@@ -284,7 +268,7 @@ START_TEST(dircur_open_file_limit_met)
 	rl.rlim_cur = rl.rlim_max;
 	setrlimit(RLIMIT_NOFILE, &rl);
 	close(root);
-	rm_rf(t);
+	scratch_rm(t);
 	free(t);
 }
 END_TEST

@@ -18,22 +18,6 @@
 #include "resolve.h"
 #include "suites.h"
 
-static char *tmpdir(void)
-{
-	char *t = strdup("/tmp/chj-prefetch.XXXXXX");
-
-	ck_assert_ptr_nonnull(mkdtemp(t));
-	return t;
-}
-
-static void rm_rf(const char *p)
-{
-	char cmd[256];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", p);
-	ck_assert_int_eq(system(cmd), 0);
-}
-
 static int open_fds(void)
 {
 	DIR *d = opendir("/proc/self/fd");
@@ -59,7 +43,7 @@ static int put(int dfd, const char *name)
 START_TEST(prefetch_lstat_leaves_nothing_behind)
 {
 	enum { DIRS = 20, FILES = 10 };
-	char *t = tmpdir(), name[64];
+	char *t = scratch_dir("prefetch"), name[64];
 	int root = open(t, O_RDONLY | O_DIRECTORY), before;
 	char **v = calloc(DIRS * FILES + 4, sizeof(*v));
 	size_t n = 0;
@@ -101,14 +85,14 @@ START_TEST(prefetch_lstat_leaves_nothing_behind)
 		free(v[i]);
 	free(v);
 	close(root);
-	rm_rf(t);
+	scratch_rm(t);
 	free(t);
 }
 END_TEST
 
 START_TEST(prefetch_file_reads_ahead_only_when_it_pays)
 {
-	char *t = tmpdir(), p[256];
+	char *t = scratch_dir("prefetch"), p[256];
 	int fd, dfd;
 
 	snprintf(p, sizeof(p), "%s/f", t);
@@ -128,7 +112,7 @@ START_TEST(prefetch_file_reads_ahead_only_when_it_pays)
 	dfd = open(t, O_RDONLY | O_DIRECTORY);
 	ck_assert_int_eq(prefetch_file(dfd, 1000), 0);
 	close(dfd);
-	rm_rf(t);
+	scratch_rm(t);
 	free(t);
 }
 END_TEST
