@@ -3,9 +3,10 @@
 # The resolver benchmark on the host (scripts/bench resolve-host; not part of
 # make check: a measurement): the tree of tests/vm/_bench-resolve.sh (N
 # files of 4 KiB, 1000 a directory, chj-benchguest tree-create, seed 1; ext4
-# -i 8192 or XFS rmapbt=1, the mkfs options of scripts/bench tree-image) on
-# a loop device (ext4: direct I/O, so the loop keeps no second page cache;
-# drop_caches empties both anyway), mounted
+# -i 8192 or XFS rmapbt=1, the mkfs options of scripts/bench tree-image;
+# XFS with 4096-byte sectors, as on a 4Kn disk) on a loop device with direct
+# I/O (so the loop keeps no second page cache and serves reads in parallel,
+# as a disk does; drop_caches empties both anyway), mounted
 # noatime, and chj-resolve-test instead of dm-chj: the change map is the
 # difference between an image taken at the "checkpoint" and the device
 # (CHJ_RESOLVE_CHANGES), as in tests/resolve/host-check.sh.  Then, as the VM
@@ -57,13 +58,16 @@ us_now() { local t=$EPOCHREALTIME; echo "${t/./}"; }
 cold() { sync; echo 3 >/proc/sys/vm/drop_caches; }
 load() { cut -d' ' -f1-3 /proc/loadavg | tr ' ' /; }
 
+# XFS: 4096-byte sectors (the "-4kn" images; an older 512-byte one is not
+# reused), so that its loop device can use direct I/O on DIR.
 img=$DIR/$fs-n$n-s$size.img
+[ "$fs" != xfs ] || img=$DIR/$fs-n$n-s$size-4kn.img
 if [ ! -f "$img" ]; then
 	mib=$(((n * (size + 4096) * 3 / 2 >> 20) + 400))
 	truncate -s "${mib}M" "$img.tmp"
 	case $fs in
 	ext4) mkfs.ext4 -q -F -i 8192 -E lazy_itable_init=0,lazy_journal_init=0 "$img.tmp" ;;
-	xfs) mkfs.xfs -q -f -m rmapbt=1 "$img.tmp" ;;
+	xfs) mkfs.xfs -q -f -m rmapbt=1 -s size=4096 "$img.tmp" ;;
 	*) echo "bench-host: unknown fs $fs" >&2; exit 2 ;;
 	esac
 	m=$(mktemp -d)
@@ -88,13 +92,10 @@ cleanup() {
 }
 trap cleanup EXIT
 cp --reflink=always "$img" "$w/dev.img"
-# Direct I/O where the image's sector size allows it: XFS made on a file has
-# 512-byte sectors, and a direct-I/O loop on DIR takes DIR's 4096.
-if [ "$fs" = xfs ]; then
-	loop=$(losetup -f --show "$w/dev.img")
-else
-	loop=$(losetup --direct-io=on -f --show "$w/dev.img")
-fi
+# Direct I/O for both: the loop takes the logical block size of DIR's disk
+# (512 or 4096), and both images work on either (ext4: 4 KiB blocks; XFS:
+# 4096-byte sectors, where one of 512 would not mount on a 4096 loop).
+loop=$(losetup --direct-io=on -f --show "$w/dev.img")
 echo "loop direct I/O: $(cat /sys/block/"${loop#/dev/}"/loop/dio)" >&2
 mount -t "$fs" -o noatime "$loop" "$w/mnt"
 mnt=$w/mnt
