@@ -95,18 +95,16 @@ int prefetch_file(int fd, uint64_t lookups)
 	if (fd < 0 || fstat(fd, &st) || !S_ISREG(st.st_mode) ||
 	    lookups * PF_FILE_RATIO < (uint64_t)st.st_size / 4096)
 		return 0;
-	for (off_t o = 0; o < st.st_size; o += PF_FILE_STEP)
-		if (posix_fadvise(fd, o, PF_FILE_STEP, POSIX_FADV_WILLNEED))
-			return 0;
-	return 1;
+	return !prefetch_range(fd, 0, (uint64_t)st.st_size);
 }
 
-void prefetch_range(int fd, uint64_t off, uint64_t len)
+int prefetch_range(int fd, uint64_t off, uint64_t len)
 {
 	for (uint64_t o = off; o < off + len; o += PF_FILE_STEP) {
 		uint64_t n = off + len - o < PF_FILE_STEP ? off + len - o : PF_FILE_STEP;
 
 		if (posix_fadvise(fd, (off_t)o, (off_t)n, POSIX_FADV_WILLNEED))
-			return;
+			return -1;
 	}
+	return 0;
 }

@@ -364,8 +364,9 @@ unsigned prefetch_lstat(int mnt_fd, char *const *rel, size_t n);
 /* fd (a SQLite file) read whole ahead, without waiting, when lookups
  * random searches would read more of it than that costs: 1 if it was. */
 int prefetch_file(int fd, uint64_t lookups);
-/* Bytes [off, off + len) of fd's page cache read ahead, without waiting. */
-void prefetch_range(int fd, uint64_t off, uint64_t len);
+/* Bytes [off, off + len) of fd's page cache read ahead, without waiting;
+ * -1 when the kernel refused (then the rest is not asked for). */
+int prefetch_range(int fd, uint64_t off, uint64_t len);
 /* An open error meaning the path leads nowhere now (gone, or replaced by
  * a symlink, a non-directory or a socket: ENXIO): a change after the sync. */
 int path_gone(int err);
