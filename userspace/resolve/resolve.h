@@ -354,6 +354,11 @@ int rel_lstat(int mnt_fd, const char *rel, struct stat *st);
  * it, then its next sibling.  rel_cmp_p for qsort of char *. */
 int rel_cmp(const char *a, const char *b);
 int rel_cmp_p(const void *a, const void *b);
+/* dir (dl bytes, "" for the mount itself) and name (nl bytes) as one
+ * path relative to the mount, NUL-terminated in *buf (grown as needed):
+ * "dir/name", or "name" under the mount.  Returns name's offset in it.
+ * Neither dir nor name may point into *buf (it may move). */
+size_t rel_join(char **buf, size_t *cap, const char *dir, size_t dl, const char *name, size_t nl);
 /*
  * prefetch.c: lstat the paths rel[0..n) (relative to the mount, best in
  * rel_cmp order) from a few threads at once, results thrown away: the
