@@ -872,33 +872,6 @@ static void store_filter(struct e4 *c)
 }
 
 /*
- * The inodes store_filter cannot drop (another reason than their inode
- * block, or listed whole) are listed whatever the store says: their paths
- * are named ahead (names_warm_start) while the store is searched, the
- * work they overlap.  Without a comparison there is no such work, and
- * the naming starts right away anyway.
- */
-static void early_names(struct e4 *c)
-{
-	struct resolver *r = c->r;
-	uint64_t *v;
-	size_t n = 0;
-
-	if (!c->st.can_compare || !c->nch)
-		return;
-	v = xmalloc((r->res.n ? r->res.n : 1) * sizeof(*v));
-	for (size_t i = 0; i < r->res.cap; i++) {
-		const struct item *it = r->res.tab[i];
-
-		if (it && it->reasons && !it->root &&
-		    ((it->reasons & ~(RSN_INODE | RSN_JOURNAL)) || (it->flags & IT_WHOLE)))
-			v[n++] = it->ino;
-	}
-	names_warm_start(r, v, n);
-	free(v);
-}
-
-/*
  * Read inode slots [first, last) of inode table t with O_DIRECT (what is
  * on the device: the epoch-start state if its region is still unmarked
  * after the read) and stage each one's state.
@@ -1182,7 +1155,6 @@ static int ext4_resolve_fs(struct e4 *c)
 			return rc;
 	}
 	unowned(c);
-	early_names(c);
 	store_filter(c);
 	store_update(c);
 	store_describe(&c->st, r->st.state, sizeof(r->st.state));

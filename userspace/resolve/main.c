@@ -76,7 +76,6 @@ static int resolve_run(struct resolver *r)
 		rc = rx_fail(r, RX_FULL_SCAN, "%s: filesystem type %s is not supported",
 			     r->dev_path, r->fstype);
 	/* The method has closed its SQLite files: the read-ahead's fds may go. */
-	names_warm_end(r);
 	prefetch_files_end(r);
 	progress_done(r);
 	if (rc)

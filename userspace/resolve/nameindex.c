@@ -211,8 +211,6 @@ static int exec(struct nidx *x, const char *sql)
 
 static void nidx_warn(const struct nidx *x, const char *what)
 {
-	if (x->quiet)
-		return;
 	fprintf(stderr, "chj-resolve: warning: name cache %s: %s\n", x->path, what);
 }
 
@@ -417,44 +415,6 @@ int nidx_open(struct resolver *r, struct nidx *x)
 		return -1;
 	}
 	x->rafd = fd + 1;
-	return 0;
-}
-
-int nidx_open_ro(const struct resolver *r, struct nidx *x)
-{
-	char u[37];
-	uint64_t ver = 0;
-	sqlite3 *db = NULL;
-	int fd;
-
-	memset(x, 0, sizeof(*x));
-	x->quiet = 1;
-	/* It runs beside the run's own connections, in another thread. */
-	if (!sqlite3_threadsafe())
-		return -1;
-	fd = nidx_peek(r);
-	if (fd < 0)
-		return -1;
-	chj_uuid_str(r->chj_uuid, u);
-	snprintf(x->path, sizeof(x->path), "%s/%s.names", cache_dir(), u);
-	snprintf(x->ident, sizeof(x->ident), "fs=%.31s uuid=%.47s chj=%s", r->fstype, r->fs_uuid, u);
-	/* Never waits on a lock (busy timeout 0): it only reads ahead. */
-	if (sqlite3_open_v2(x->path, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOFOLLOW, NULL)) {
-		sqlite3_close(db);
-		close(fd);
-		return -1;
-	}
-	x->db = db;
-	/* The fd is closed only after SQLite's (nidx_close): its locks. */
-	x->rafd = fd + 1;
-	if (exec(x, "BEGIN") || meta_int(x, "version", &ver) || ver != NI_VERSION ||
-	    !meta_text_is(x, "ident", x->ident) || meta_int(x, "epoch", &x->epoch) ||
-	    meta_int(x, "root", &x->root) || meta_int(x, "entries", &x->entries) || !x->root ||
-	    prepare_all(x)) {
-		nidx_close(x, 0);
-		return -1;
-	}
-	x->usable = 1;
 	return 0;
 }
 

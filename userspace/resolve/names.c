@@ -36,7 +36,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -550,9 +549,9 @@ static int dgroup_cmp(const void *pa, const void *pb)
 }
 
 /* The paths index_paths is about to check, stat'ed in parallel first
- * (prefetch.c): its serial checks then find them cached.  Returns how
- * many. */
-static size_t warm_paths(int mnt_fd, const struct nlist *all, const struct dgroup *g, size_t ng)
+ * (prefetch.c): its serial checks then find them cached. */
+static void warm_paths(struct nctx *c, const struct nlist *all, const struct dgroup *g,
+		       size_t ng)
 {
 	char **v = xmalloc((all->n ? all->n : 1) * sizeof(*v));
 	size_t n = 0;
@@ -568,11 +567,10 @@ static size_t warm_paths(int mnt_fd, const struct nlist *all, const struct dgrou
 			rel_join(&v[n++], &pcap, g[k].rel, bl, NL_NAME(all, e), e->len);
 		}
 	}
-	prefetch_lstat(mnt_fd, v, n);
-	for (size_t i = 0; i < n; i++)
-		free(v[i]);
+	prefetch_lstat(c->r->mnt_fd, v, n);
+	while (n)
+		free(v[--n]);
 	free(v);
-	return n;
 }
 
 /* Every path of every listed inode, from the index; each checked with a
@@ -627,7 +625,7 @@ static int index_paths(struct nctx *c, uint64_t *dropped, uint64_t *budget)
 	if (!rc && ng > 1)
 		qsort(g, ng, sizeof(*g), dgroup_cmp);
 	if (!rc)
-		warm_paths(r->mnt_fd, &all, g, ng);
+		warm_paths(c, &all, g, ng);
 	for (size_t k = 0; k < ng && !rc; k++) {
 		const char *base = g[k].rel;
 		size_t bl = strlen(base);
@@ -668,108 +666,6 @@ static int index_paths(struct nctx *c, uint64_t *dropped, uint64_t *budget)
 	return rc;
 }
 
-/* ---- naming ahead, beside the analysis ---- */
-
-/*
- * The paths of inodes the analysis already knows it will list, looked up
- * and stat'ed from a thread while the analysis goes on (ext4: the store's
- * lookups): the steady state otherwise begins naming only when the
- * analysis is done, and then waits on the directories and inodes of the
- * paths (with the index read ahead, most of the walk phase's wait).  The
- * thread has its own read-only connection to the index (nidx_open_ro) and
- * its own memo; what it finds is thrown away, the caches it fills are the
- * kernel's and SQLite's own file pages.  resolve_names waits for it first
- * (names_warm_end), so that the run's connection, its writes and its fds
- * never meet the thread's: the serial code runs as before.
- */
-struct names_warm {
-	pthread_t t;
-	const struct resolver *r;	/* read: the identity, the mount */
-	int mnt_fd;
-	uint64_t *ino;
-	size_t n;
-	size_t paths;			/* stat'ed ahead */
-};
-
-static void *warm_worker(void *arg)
-{
-	struct names_warm *w = arg;
-	struct nidx x;
-	struct nctx c = { .x = &x };
-	struct nlist all = { 0 };
-	struct dgroup *g = NULL;
-	size_t ng = 0, gcap = 0;
-	uint64_t cap;
-
-	if (nidx_open_ro(w->r, &x))
-		return NULL;
-	/* A walk's cost at most, as the run's own searches (spend). */
-	cap = WALK_MIN + 4 * x.entries;
-	for (size_t i = 0; i < w->n && !x.failed && x.looked < cap; i++)
-		if (w->ino[i] != x.root)
-			nidx_by_ino(&x, w->ino[i], 0, SIZE_MAX, &all);
-	if (all.n > 1)
-		qsort(all.v, all.n, sizeof(*all.v), by_dir);
-	for (size_t i = 0, end; i < all.n && !x.failed && x.looked < cap; i = end) {
-		const char *base = dir_rel(&c, all.v[i].dir);
-
-		for (end = i; end < all.n && all.v[end].dir == all.v[i].dir; end++)
-			;
-		if (base) {
-			xgrow((void **)&g, &gcap, ng + 1, sizeof(*g));
-			g[ng].rel = base;
-			g[ng].start = i;
-			g[ng++].end = end;
-		}
-	}
-	/* The paths are in the memo: the index can go before the stats. */
-	nidx_close(&x, 0);
-	if (ng > 1)
-		qsort(g, ng, sizeof(*g), dgroup_cmp);
-	w->paths = warm_paths(w->mnt_fd, &all, g, ng);
-	memo_clear(&c);
-	free(g);
-	nl_free(&all);
-	return NULL;
-}
-
-void names_warm_start(struct resolver *r, const uint64_t *ino, size_t n)
-{
-	struct names_warm *w;
-
-	names_warm_end(r);
-	if (!n || cache_off() || strcmp(r->mnt_root ? r->mnt_root : "/", "/"))
-		return;
-	w = xcalloc(1, sizeof(*w));
-	w->r = r;
-	w->mnt_fd = r->mnt_fd;
-	w->ino = xmalloc(n * sizeof(*w->ino));
-	memcpy(w->ino, ino, n * sizeof(*ino));
-	w->n = n;
-	/* No thread: nothing ahead; the run names them as before. */
-	if (pthread_create(&w->t, NULL, warm_worker, w)) {
-		free(w->ino);
-		free(w);
-		return;
-	}
-	r->warm = w;
-}
-
-size_t names_warm_end(struct resolver *r)
-{
-	struct names_warm *w = r->warm;
-	size_t paths;
-
-	if (!w)
-		return 0;
-	pthread_join(w->t, NULL);
-	paths = w->paths;
-	free(w->ino);
-	free(w);
-	r->warm = NULL;
-	return paths;
-}
-
 static void clear_paths(struct resolver *r)
 {
 	for (size_t i = 0; i < r->res.cap; i++)
@@ -799,8 +695,6 @@ int resolve_names(struct resolver *r,
 	struct stat st;
 	int rc;
 
-	/* The thread naming ahead is done before the index is opened here. */
-	names_warm_end(r);
 	if (!use || nidx_open(r, &x))
 		return walk_tree(r, visit, ctx);
 	dircur_init(&c.cur, r->mnt_fd);

@@ -51,7 +51,6 @@ struct nidx {
 	uint64_t looked, inserted, deleted;
 	char why[120];
 	int rafd;			/* an fd of the file + 1 (0: none), for prefetch_file */
-	int quiet;			/* no warnings (nidx_open_ro) */
 };
 
 int cache_off(void);
@@ -76,10 +75,6 @@ int nidx_peek(const struct resolver *r);
  * 0, x->usable when it holds a tree of this filesystem; -1 when it is not
  * to be used or touched (unsafe: warned). */
 int nidx_open(struct resolver *r, struct nidx *x);
-/* The index opened read-only, quietly, for reading ahead (names_warm):
- * 0 when it holds a tree of this filesystem, else -1 (closed).  Never
- * writes, warns, rebuilds or waits on a lock.  Close with nidx_close(x, 0). */
-int nidx_open_ro(const struct resolver *r, struct nidx *x);
 /* Commit (with epoch, root, entry count) or roll back; closes. */
 int nidx_close(struct nidx *x, int commit);
 /* About to search it about lookups times: the file read ahead whole when

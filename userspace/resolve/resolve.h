@@ -289,8 +289,6 @@ struct resolver {
 
 	/* Files read ahead in the background (prefetch_files_bg), or NULL. */
 	struct prefetch_bg *bg;
-	/* Paths named ahead in the background (names_warm_start), or NULL. */
-	struct names_warm *warm;
 };
 
 /*
@@ -426,17 +424,6 @@ int walk_tree(struct resolver *r,
 int resolve_names(struct resolver *r,
 		  int (*visit)(struct resolver *r, const struct walk_entry *e, void *ctx),
 		  void *ctx);
-
-/*
- * names.c: the paths of inodes the run will surely list (ino[0..n)),
- * looked up in the name index and stat'ed from a thread of its own, while
- * the caller goes on; results thrown away (the caches are what it is
- * for).  resolve_names waits for it before it opens the index; so must
- * anything else that opens files under the mount or the index.
- */
-void names_warm_start(struct resolver *r, const uint64_t *ino, size_t n);
-/* The thread waited for (none: no-op): how many paths it stat'ed. */
-size_t names_warm_end(struct resolver *r);
 
 /* fiemap.c: extents of an open file. */
 struct fext {
