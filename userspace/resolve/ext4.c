@@ -28,7 +28,6 @@
 #include "bytes.h"
 #include "jbd2.h"
 #include "libchj.h"
-#include "names.h"
 #include "resolve.h"
 #include "store.h"
 
@@ -478,35 +477,6 @@ static void itable_prefetch(struct e4 *c, uint64_t a, uint64_t len)
 		s = s / c->bs * c->bs;
 		prefetch_range(c->r->dev_fd, s, e - s);
 	}
-}
-
-/*
- * As soon as the layout is known, before the store is opened and the
- * journal walked: the changed inode-table blocks asked for (do_itables
- * asks again, with the journal's homes), then the state store and the
- * name index read ahead whole from a thread (prefetch_files_bg), so that
- * their reads are in flight together rather than one after the other.
- * The lookups are estimated from the changed inode-table blocks: the
- * store is searched for the in-use inodes among them (at most every slot),
- * the index about twice per listed inode, and a changed file's inode
- * block changes with it (its times), so about one listed inode per block.
- * An estimate only decides how much is read ahead, never an answer.
- */
-static void early_prefetch(struct e4 *c)
-{
-	struct resolver *r = c->r;
-	uint64_t itb = 0, lookups[2];
-	int fd[2];
-
-	for (size_t i = 0; i < r->changed.n; i++) {
-		itable_prefetch(c, r->changed.v[i].start, r->changed.v[i].len);
-		itb += rs_overlap_bytes(&c->itable, r->changed.v[i].start, r->changed.v[i].len);
-	}
-	fd[0] = store_peek(r);
-	fd[1] = nidx_peek(r);
-	lookups[0] = itb / c->isz;
-	lookups[1] = 2 * (itb / c->bs);
-	prefetch_files_bg(r, fd, lookups, 2);
 }
 
 static void do_itables(struct e4 *c)
@@ -1110,7 +1080,6 @@ static int ext4_resolve_fs(struct e4 *c)
 	rc = layout(c);
 	if (rc)
 		return rc;
-	early_prefetch(c);
 	{
 		char ident[256], u[37];
 

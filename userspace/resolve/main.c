@@ -75,8 +75,6 @@ static int resolve_run(struct resolver *r)
 	else
 		rc = rx_fail(r, RX_FULL_SCAN, "%s: filesystem type %s is not supported",
 			     r->dev_path, r->fstype);
-	/* The method has closed its SQLite files: the read-ahead's fds may go. */
-	prefetch_files_end(r);
 	progress_done(r);
 	if (rc)
 		return rc;

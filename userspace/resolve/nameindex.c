@@ -83,19 +83,6 @@ const char *cache_dir(void)
  * run goes on without the index.  With create, a missing default directory
  * is made.
  */
-/* The trust rules of the directory (root's, writable by nobody else) and
- * of its files (regular, root's, mode 0600 at most), in one place for the
- * index, the store and their read-ahead. */
-static int cache_dir_safe(const struct stat *st)
-{
-	return st->st_uid == 0 && !(st->st_mode & 022);
-}
-
-int cache_file_safe(const struct stat *st)
-{
-	return S_ISREG(st->st_mode) && st->st_uid == 0 && !(st->st_mode & 077);
-}
-
 int cache_dir_open(struct resolver *r, int create)
 {
 	const char *dir = cache_dir();
@@ -112,7 +99,7 @@ int cache_dir_open(struct resolver *r, int create)
 				dir, strerror(errno));
 		return -1;
 	}
-	if (fstat(fd, &st) || !cache_dir_safe(&st)) {
+	if (fstat(fd, &st) || st.st_uid != 0 || (st.st_mode & 022)) {
 		fprintf(stderr, "chj-resolve: warning: name cache directory %s is not owned by root or is writable by others: running without the cache\n",
 			dir);
 		snprintf(r->st.cache, sizeof(r->st.cache), "not used: unsafe directory");
@@ -120,39 +107,6 @@ int cache_dir_open(struct resolver *r, int create)
 		return -1;
 	}
 	return fd;
-}
-
-int cache_file_peek(const struct resolver *r, const char *suffix)
-{
-	char u[37], name[64];
-	struct stat st;
-	int dfd, fd;
-
-	dfd = open(cache_dir(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (dfd < 0)
-		return -1;
-	if (fstat(dfd, &st) || !cache_dir_safe(&st)) {
-		close(dfd);
-		return -1;
-	}
-	chj_uuid_str(r->chj_uuid, u);
-	snprintf(name, sizeof(name), "%s%s", u, suffix);
-	/* As the run's own opens: never a FIFO (O_NONBLOCK), a symlink, a
-	 * device. */
-	fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-	close(dfd);
-	if (fd >= 0 && (fstat(fd, &st) || !cache_file_safe(&st))) {
-		close(fd);
-		fd = -1;
-	}
-	return fd;
-}
-
-int nidx_peek(const struct resolver *r)
-{
-	if (cache_off() || strcmp(r->mnt_root ? r->mnt_root : "/", "/"))
-		return -1;
-	return cache_file_peek(r, ".names");
 }
 
 /* ---- entry lists ---- */
@@ -401,7 +355,7 @@ int nidx_open(struct resolver *r, struct nidx *x)
 		snprintf(r->st.cache, sizeof(r->st.cache), "not used: %.100s", strerror(errno));
 		return -1;
 	}
-	if (fstat(fd, &st) || !cache_file_safe(&st)) {
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_uid != 0 || (st.st_mode & 077)) {
 		nidx_warn(x, "not a regular file of root's, mode 0600: running without the cache");
 		snprintf(r->st.cache, sizeof(r->st.cache), "not used: unsafe file");
 		close(fd);

@@ -59,17 +59,6 @@ int cache_off(void);
  * (warned). */
 const char *cache_dir(void);
 int cache_dir_open(struct resolver *r, int create);
-/* A file of the cache directory fit to be read (cache_file_safe: a regular
- * file of root's, mode 0600 at most). */
-struct stat;
-int cache_file_safe(const struct stat *st);
-/* The cache file <chj uuid><suffix> opened read-only, for reading ahead
- * only, and quietly: -1 when it or its directory is missing or not safe
- * (the run's own open of it warns, once). */
-int cache_file_peek(const struct resolver *r, const char *suffix);
-/* The name index's file that way, -1 also when the run will not use one
- * (CHJ_RESOLVE_CACHE=off, a mount of a subtree). */
-int nidx_peek(const struct resolver *r);
 
 /* Open (or create) the index of this device inside a write transaction:
  * 0, x->usable when it holds a tree of this filesystem; -1 when it is not

@@ -18,8 +18,6 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
-#include <stdlib.h>
-#include <unistd.h>
 #include <sys/stat.h>
 
 #include "resolve.h"
@@ -110,77 +108,3 @@ int prefetch_range(int fd, uint64_t off, uint64_t len)
 	}
 	return 0;
 }
-
-/*
- * The same whole-file reads, started early from a thread of their own:
- * the store's lookups come after the inode tables are read, the index's
- * after the analysis, and each of the files' reads was only asked for
- * right before them, so the run first waited on the inode-table blocks
- * and then on the files.  Asked for as soon as the run can estimate
- * the lookups, the files' reads are in flight while it reads the inode
- * tables (submitting 50-100 MB takes 0.02-0.08 s of CPU, which the thread
- * spends beside the main one).  The later prefetch_file calls stay:
- * they find the pages cached or on their way, and read them when the
- * estimate said no.  Only the page cache is filled: what SQLite reads,
- * and so every answer, is the same.
- */
-#define PF_BG_MAX	4
-
-struct prefetch_bg {
-	pthread_t t;
-	int started;
-	size_t n;
-	int fd[PF_BG_MAX];
-	uint64_t lookups[PF_BG_MAX];
-	int done[PF_BG_MAX];	/* prefetch_file's answer, for the tests */
-};
-
-static void *bg_worker(void *arg)
-{
-	struct prefetch_bg *b = arg;
-
-	for (size_t k = 0; k < b->n; k++)
-		b->done[k] = prefetch_file(b->fd[k], b->lookups[k]);
-	return NULL;
-}
-
-void prefetch_files_bg(struct resolver *r, const int *fd, const uint64_t *lookups, size_t n)
-{
-	struct prefetch_bg *b;
-
-	prefetch_files_end(r);
-	b = xcalloc(1, sizeof(*b));
-	for (size_t k = 0; k < n; k++)
-		if (b->n < PF_BG_MAX && fd[k] >= 0) {
-			b->fd[b->n] = fd[k];
-			b->lookups[b->n++] = lookups[k];
-		} else if (fd[k] >= 0) {
-			close(fd[k]);
-		}
-	r->bg = b;
-	if (!b->n)
-		return;
-	/* No thread: the reads asked for here, still ahead of the lookups. */
-	b->started = !pthread_create(&b->t, NULL, bg_worker, b);
-	if (!b->started)
-		bg_worker(b);
-}
-
-int prefetch_files_end(struct resolver *r)
-{
-	struct prefetch_bg *b = r->bg;
-	int read = 0;
-
-	if (!b)
-		return 0;
-	if (b->started)
-		pthread_join(b->t, NULL);
-	for (size_t k = 0; k < b->n; k++) {
-		read += b->done[k];
-		close(b->fd[k]);
-	}
-	free(b);
-	r->bg = NULL;
-	return read;
-}
-

@@ -286,9 +286,6 @@ struct resolver {
 	 */
 	uint64_t unattributed;
 	char unattr_why[256];
-
-	/* Files read ahead in the background (prefetch_files_bg), or NULL. */
-	struct prefetch_bg *bg;
 };
 
 /*
@@ -375,18 +372,6 @@ int prefetch_file(int fd, uint64_t lookups);
 /* Bytes [off, off + len) of fd's page cache read ahead, without waiting;
  * -1 when the kernel refused (then the rest is not asked for). */
 int prefetch_range(int fd, uint64_t off, uint64_t len);
-/*
- * Files read ahead whole from a thread of their own, started now: fd[k]
- * (-1: none) when lookups[k] searches are expected (prefetch_file's rule),
- * in that order.  The fds are the caller's no more: they stay open until
- * prefetch_files_end, which must come after SQLite has closed the files
- * (closing any fd of a file drops the process's POSIX locks on it,
- * SQLite's too).  Without a thread the reads are asked for here.
- */
-void prefetch_files_bg(struct resolver *r, const int *fd, const uint64_t *lookups, size_t n);
-/* The thread waited for and the fds closed: how many files were read
- * ahead (0 when none was asked for). */
-int prefetch_files_end(struct resolver *r);
 /* An open error meaning the path leads nowhere now (gone, or replaced by
  * a symlink, a non-directory or a socket: ENXIO): a change after the sync. */
 int path_gone(int err);

@@ -224,13 +224,6 @@ static int state_off(void)
 	return v && (!strcmp(v, "off") || !strcmp(v, "0") || !strcmp(v, "no"));
 }
 
-int store_peek(const struct resolver *r)
-{
-	if (!r->epoch_known || state_off())
-		return -1;
-	return cache_file_peek(r, ".state");
-}
-
 /* Open the file at s->path; 0, or -1 with the store off. */
 static int open_db(struct store *s)
 {
@@ -348,7 +341,7 @@ void store_open(struct resolver *r, struct store *s, const char *ident)
 		}
 		close(fd);
 		fresh = 1;
-	} else if (!cache_file_safe(&st)) {
+	} else if (!S_ISREG(st.st_mode) || st.st_uid != 0 || (st.st_mode & 077)) {
 		store_warn(s, "not a regular file of root's, mode 0600: running without it");
 		goto off;
 	}

@@ -69,9 +69,6 @@ void siphash128(const uint8_t key[16], const void *in, size_t len, uint8_t out[1
  * yet), and the run is conservative.  s->db is NULL when the store is off.
  */
 void store_open(struct resolver *r, struct store *s, const char *ident);
-/* The store's file opened read-only, for reading ahead only
- * (cache_file_peek); -1 also when the run will not use a store. */
-int store_peek(const struct resolver *r);
 /* The record's keyed hash, bound to (root, ino). */
 void store_hash(struct store *s, uint64_t root, uint64_t ino, const void *rec, size_t len,
 		uint8_t out[ST_HASH]);

@@ -4,8 +4,7 @@
  * leave nothing behind (no fd, no change to the tree, every thread ended),
  * whatever the paths are (missing, through a symlink, a FIFO); too few
  * paths use no thread; a file is read ahead whole only when the lookups
- * would read more of it; the files read ahead early keep their fds until
- * the end (SQLite's locks), and only safe cache files are opened for it.
+ * would read more of it.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -16,9 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "names.h"
 #include "resolve.h"
-#include "store.h"
 #include "suites.h"
 
 static int open_fds(void)
@@ -120,114 +117,6 @@ START_TEST(prefetch_file_reads_ahead_only_when_it_pays)
 }
 END_TEST
 
-static int fd_open(int fd)
-{
-	return fcntl(fd, F_GETFD) != -1;
-}
-
-START_TEST(prefetch_files_bg_keeps_its_fds_until_the_end)
-{
-	struct resolver r;
-	char *t = scratch_dir("prefetch"), p[256];
-	int fd[6], before;
-	uint64_t lookups[6] = { 1000, 0, 1000, 1000, 1000, 1000 };
-
-	memset(&r, 0, sizeof(r));
-	/* Nothing started: the end is a no-op, as often as called. */
-	ck_assert_int_eq(prefetch_files_end(&r), 0);
-	before = open_fds();
-	for (int k = 0; k < 6; k++) {
-		snprintf(p, sizeof(p), "%s/f%d", t, k);
-		fd[k] = open(p, O_RDWR | O_CREAT, 0600);
-		ck_assert_int_ge(fd[k], 0);
-		ck_assert_int_eq(ftruncate(fd[k], 1 << 20), 0);
-	}
-	fd[2] = (close(fd[2]), -1);	/* no file: skipped */
-	prefetch_files_bg(&r, fd, lookups, 6);
-	ck_assert_ptr_nonnull(r.bg);
-	/* Still open while the method runs (its SQLite holds locks). */
-	ck_assert(fd_open(fd[0]) && fd_open(fd[1]) && fd_open(fd[3]) && fd_open(fd[4]));
-	/* Read: f0, f3, f4 (f1 has no lookups; f5 is past the four kept,
-	 * its fd closed at once). */
-	ck_assert_int_eq(prefetch_files_end(&r), 3);
-	ck_assert_ptr_null(r.bg);
-	ck_assert_int_eq(open_fds(), before);
-	ck_assert_int_eq(prefetch_files_end(&r), 0);
-	/* None to read: nothing kept, no thread. */
-	fd[0] = -1;
-	prefetch_files_bg(&r, fd, lookups, 1);
-	ck_assert_int_eq(prefetch_files_end(&r), 0);
-	ck_assert_int_eq(open_fds(), before);
-	scratch_rm(t);
-	free(t);
-}
-END_TEST
-
-START_TEST(cache_file_peek_opens_only_safe_files)
-{
-	struct resolver r;
-	char *t, p[256], q[256];
-	int fd;
-
-	if (geteuid())
-		return;	/* the files must be root's */
-	t = scratch_dir("prefetch");
-	memset(&r, 0, sizeof(r));
-	r.epoch_known = 1;
-	setenv("CHJ_RESOLVE_CACHE_DIR", t, 1);
-	snprintf(p, sizeof(p), "%s/00000000-0000-0000-0000-000000000000.names", t);
-	snprintf(q, sizeof(q), "%s/00000000-0000-0000-0000-000000000000.state", t);
-	/* Missing. */
-	ck_assert_int_eq(nidx_peek(&r), -1);
-	ck_assert_int_eq(store_peek(&r), -1);
-	/* Root's, 0600: opened. */
-	close(open(p, O_WRONLY | O_CREAT, 0600));
-	close(open(q, O_WRONLY | O_CREAT, 0600));
-	fd = nidx_peek(&r);
-	ck_assert_int_ge(fd, 0);
-	close(fd);
-	fd = store_peek(&r);
-	ck_assert_int_ge(fd, 0);
-	close(fd);
-	/* Readable by others: not. */
-	ck_assert_int_eq(chmod(p, 0644), 0);
-	ck_assert_int_eq(nidx_peek(&r), -1);
-	/* A symlink to a good file, a FIFO (no hang): not. */
-	ck_assert_int_eq(unlink(p), 0);
-	ck_assert_int_eq(symlink(q, p), 0);
-	ck_assert_int_eq(nidx_peek(&r), -1);
-	ck_assert_int_eq(unlink(p), 0);
-	ck_assert_int_eq(mkfifo(p, 0600), 0);
-	ck_assert_int_eq(nidx_peek(&r), -1);
-	/* Runs that use no store, no index. */
-	r.epoch_known = 0;
-	ck_assert_int_eq(store_peek(&r), -1);
-	r.epoch_known = 1;
-	setenv("CHJ_RESOLVE_STATE", "off", 1);
-	ck_assert_int_eq(store_peek(&r), -1);
-	unsetenv("CHJ_RESOLVE_STATE");
-	ck_assert_int_eq(unlink(p), 0);
-	close(open(p, O_WRONLY | O_CREAT, 0600));
-	setenv("CHJ_RESOLVE_CACHE", "off", 1);
-	ck_assert_int_eq(nidx_peek(&r), -1);
-	unsetenv("CHJ_RESOLVE_CACHE");
-	r.mnt_root = "/sub";
-	ck_assert_int_eq(nidx_peek(&r), -1);
-	r.mnt_root = NULL;
-	fd = nidx_peek(&r);
-	ck_assert_int_ge(fd, 0);
-	close(fd);
-	/* A directory others can write: nothing in it. */
-	ck_assert_int_eq(chmod(t, 0777), 0);
-	ck_assert_int_eq(nidx_peek(&r), -1);
-	ck_assert_int_eq(store_peek(&r), -1);
-	ck_assert_int_eq(chmod(t, 0700), 0);
-	unsetenv("CHJ_RESOLVE_CACHE_DIR");
-	scratch_rm(t);
-	free(t);
-}
-END_TEST
-
 Suite *suite_prefetch(void)
 {
 	Suite *s = suite_create("prefetch");
@@ -236,8 +125,6 @@ Suite *suite_prefetch(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, prefetch_lstat_leaves_nothing_behind);
 	tcase_add_test(tc, prefetch_file_reads_ahead_only_when_it_pays);
-	tcase_add_test(tc, prefetch_files_bg_keeps_its_fds_until_the_end);
-	tcase_add_test(tc, cache_file_peek_opens_only_safe_files);
 	suite_add_tcase(s, tc);
 	return s;
 }
