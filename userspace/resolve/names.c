@@ -573,6 +573,26 @@ static void warm_paths(struct nctx *c, const struct nlist *all, const struct dgr
 	free(v);
 }
 
+/* The inodes of the paths about to be stat'ed, and of their directories,
+ * read ahead where the method knows how (r->ino_prefetch). */
+static void warm_inodes(struct resolver *r, const struct nlist *all, const struct dgroup *g,
+			size_t ng)
+{
+	uint64_t *v;
+	size_t n = 0;
+
+	if (!r->ino_prefetch || !ng)
+		return;
+	v = xmalloc((all->n + ng) * sizeof(*v));
+	for (size_t k = 0; k < ng; k++) {
+		v[n++] = all->v[g[k].start].dir;
+		for (size_t i = g[k].start; i < g[k].end; i++)
+			v[n++] = all->v[i].ino;
+	}
+	r->ino_prefetch(r, v, n);
+	free(v);
+}
+
 /* Every path of every listed inode, from the index; each checked with a
  * stat (an entry that names another inode now is dropped). */
 static int index_paths(struct nctx *c, uint64_t *dropped, uint64_t *budget)
@@ -624,8 +644,10 @@ static int index_paths(struct nctx *c, uint64_t *dropped, uint64_t *budget)
 	}
 	if (!rc && ng > 1)
 		qsort(g, ng, sizeof(*g), dgroup_cmp);
-	if (!rc)
+	if (!rc) {
+		warm_inodes(r, &all, g, ng);
 		warm_paths(c, &all, g, ng);
+	}
 	for (size_t k = 0; k < ng && !rc; k++) {
 		const char *base = g[k].rel;
 		size_t bl = strlen(base);

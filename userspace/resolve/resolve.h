@@ -286,6 +286,13 @@ struct resolver {
 	 */
 	uint64_t unattributed;
 	char unattr_why[256];
+
+	/* Inodes about to be stat'ed (names.c), read ahead the way the
+	 * method knows (ext4: their inode-table blocks); NULL: none.  Only
+	 * when reads happen changes, never what is read.  method_ctx is the
+	 * method's own, for it. */
+	void (*ino_prefetch)(struct resolver *r, const uint64_t *ino, size_t n);
+	void *method_ctx;
 };
 
 /*
@@ -428,6 +435,11 @@ void fiemap_ranges(struct item *it, const struct fext *v, size_t n, uint64_t siz
  * (also when the path is gone), or RX_FULL_SCAN when it cannot be opened. */
 int fiemap_item_ranges(struct resolver *r, struct dircur *cur, struct item *it,
 		       const struct rangeset *changed, int map_changed);
+
+/* ext4.c: the block of fs holding inode ino's record (its group's inode
+ * table, by arithmetic), 0 when there is none. */
+struct struct_ext2_filsys;
+uint64_t ext4_inode_block(struct struct_ext2_filsys *fs, uint64_t ino);
 
 /* Filesystem methods: fill r->res (inodes, reasons, ranges) and stats. */
 int ext4_resolve(struct resolver *r);
