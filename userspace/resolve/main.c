@@ -96,6 +96,8 @@ int main(int argc, char **argv)
 	struct resolver r;
 	int rc;
 
+	/* 32 MiB: more than a steady state at 4M files allocates. */
+	heap_hugepages(32 << 20);
 	memset(&r, 0, sizeof(r));
 	r.dev_fd = r.mnt_fd = -1;
 	rs_init(&r.changed);

@@ -43,6 +43,10 @@ char *xstrdup(const char *s);
 /* Grow *v (of *cap elements of size sz) to hold at least need elements. */
 void xgrow(void **v, size_t *cap, size_t need, size_t sz);
 double now_sec(void);
+/* The heap's next pad bytes reserved and advised for transparent huge
+ * pages (fewer page faults; util.c says why): the bytes advised, 0 when
+ * none (THP off, not glibc's malloc). */
+size_t heap_hugepages(size_t pad);
 
 /*
  * A set of 64-bit keys (open addressing): visited-block sets, dedup.
