@@ -198,7 +198,7 @@ void rx_check_outside(struct resolver *r, uint64_t fs_bytes, const char *fs)
 
 /*
  * The first touch of each 4 KiB page of the heap is a page fault: a
- * steady-state run at 1M files touches about 4000 (SQLite's page caches,
+ * steady-state run at 1M files touches about 5000 (SQLite's page caches,
  * the result table, the sorts' buffers), and on the benchmark's host, a
  * virtual machine, a fault costs about 10 µs, more than the run's index
  * searches (BENCHMARKS.md, resolver runs 34-35).  So the heap grows by
@@ -206,9 +206,9 @@ void rx_check_outside(struct resolver *r, uint64_t fs_bytes, const char *fs)
  * first touch of each 2 MiB is then one fault.  Allocations up to pad come
  * from the heap too (not from mmap, each mapping faulted page by page
  * again).  Only address space is reserved: what is never touched costs
- * nothing.  Where transparent huge pages are off, or malloc is not
- * glibc's (a sanitizer, valgrind), nothing is advised and malloc behaves
- * as it would anyway.  Returns the bytes advised.
+ * nothing.  Where transparent huge pages are off the advice does nothing
+ * (the heap only grows in larger steps); where malloc is not glibc's (a
+ * sanitizer, valgrind) nothing is done.  Returns the bytes advised.
  */
 size_t heap_hugepages(size_t pad)
 {
