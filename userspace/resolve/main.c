@@ -96,6 +96,9 @@ int main(int argc, char **argv)
 	struct resolver r;
 	int rc;
 
+	/* 32 MiB: about twice the heap a steady state at 1M files touches
+	 * (peak RSS 20 MB, libraries included); a larger run grows it on. */
+	heap_hugepages(32 << 20);
 	memset(&r, 0, sizeof(r));
 	r.dev_fd = r.mnt_fd = -1;
 	rs_init(&r.changed);

@@ -561,18 +561,35 @@ static void warm_paths(struct nctx *c, const struct nlist *all, const struct dgr
 
 		for (size_t i = g[k].start; i < g[k].end; i++) {
 			const struct nent *e = &all->v[i];
-			char *p = xmalloc(bl + e->len + 2);
+			size_t pcap = 0;
 
-			memcpy(p, g[k].rel, bl);
-			p[bl] = '/';
-			memcpy(p + (bl ? bl + 1 : 0), NL_NAME(all, e), e->len);
-			p[(bl ? bl + 1 : 0) + e->len] = 0;
-			v[n++] = p;
+			v[n] = NULL;
+			rel_join(&v[n++], &pcap, g[k].rel, bl, NL_NAME(all, e), e->len);
 		}
 	}
 	prefetch_lstat(c->r->mnt_fd, v, n);
 	while (n)
 		free(v[--n]);
+	free(v);
+}
+
+/* The inodes of the paths about to be stat'ed, and of their directories,
+ * read ahead where the method knows how (r->ino_prefetch). */
+static void warm_inodes(struct resolver *r, const struct nlist *all, const struct dgroup *g,
+			size_t ng)
+{
+	uint64_t *v;
+	size_t n = 0;
+
+	if (!r->ino_prefetch || !ng)
+		return;
+	v = xmalloc((all->n + ng) * sizeof(*v));
+	for (size_t k = 0; k < ng; k++) {
+		v[n++] = all->v[g[k].start].dir;
+		for (size_t i = g[k].start; i < g[k].end; i++)
+			v[n++] = all->v[i].ino;
+	}
+	r->ino_prefetch(r, v, n);
 	free(v);
 }
 
@@ -627,8 +644,10 @@ static int index_paths(struct nctx *c, uint64_t *dropped, uint64_t *budget)
 	}
 	if (!rc && ng > 1)
 		qsort(g, ng, sizeof(*g), dgroup_cmp);
-	if (!rc)
+	if (!rc) {
+		warm_inodes(r, &all, g, ng);
 		warm_paths(c, &all, g, ng);
+	}
 	for (size_t k = 0; k < ng && !rc; k++) {
 		const char *base = g[k].rel;
 		size_t bl = strlen(base);
@@ -641,16 +660,10 @@ static int index_paths(struct nctx *c, uint64_t *dropped, uint64_t *budget)
 		for (size_t i = g[k].start; i < g[k].end; i++) {
 			const struct nent *e = &all.v[i];
 			struct item *it = res_find(&r->res, 0, e->ino);
-			size_t o = bl;
+			size_t o = rel_join(&rel, &rcap, base, bl, NL_NAME(&all, e), e->len);
 			struct stat st;
 			int err = derr;
 
-			xgrow((void **)&rel, &rcap, bl + e->len + 2, 1);
-			memcpy(rel, base, bl);
-			if (bl)
-				rel[o++] = '/';
-			memcpy(rel + o, NL_NAME(&all, e), e->len);
-			rel[o + e->len] = 0;
 			if (dfd >= 0 && !fstatat(dfd, rel + o, &st, AT_SYMLINK_NOFOLLOW)) {
 				if (st.st_ino == it->ino) {
 					item_add_path(it, rel);

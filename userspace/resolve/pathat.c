@@ -256,6 +256,22 @@ int rel_cmp_p(const void *a, const void *b)
 	return rel_cmp(*(const char *const *)a, *(const char *const *)b);
 }
 
+/* A directory's path and an entry's name are joined in two places of
+ * names.c (the paths warmed, then the same paths checked): one rule for
+ * both, so that they cannot come to differ. */
+size_t rel_join(char **buf, size_t *cap, const char *dir, size_t dl, const char *name, size_t nl)
+{
+	size_t o = dl ? dl + 1 : 0;
+
+	xgrow((void **)buf, cap, o + nl + 1, 1);
+	memcpy(*buf, dir, dl);
+	if (dl)
+		(*buf)[dl] = '/';
+	memcpy(*buf + o, name, nl);
+	(*buf)[o + nl] = 0;
+	return o;
+}
+
 int path_gone(int err)
 {
 	return err == ENOENT || err == ESTALE || err == ENOTDIR || err == ELOOP ||

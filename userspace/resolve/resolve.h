@@ -43,6 +43,10 @@ char *xstrdup(const char *s);
 /* Grow *v (of *cap elements of size sz) to hold at least need elements. */
 void xgrow(void **v, size_t *cap, size_t need, size_t sz);
 double now_sec(void);
+/* The heap's next pad bytes reserved and advised for transparent huge
+ * pages (fewer page faults; util.c says why): the bytes advised, 0 when
+ * none (THP off, not glibc's malloc). */
+size_t heap_hugepages(size_t pad);
 
 /*
  * A set of 64-bit keys (open addressing): visited-block sets, dedup.
@@ -286,6 +290,13 @@ struct resolver {
 	 */
 	uint64_t unattributed;
 	char unattr_why[256];
+
+	/* Inodes about to be stat'ed (names.c), read ahead the way the
+	 * method knows (ext4: their inode-table blocks); NULL: none.  Only
+	 * when reads happen changes, never what is read.  method_ctx is the
+	 * method's own, for it. */
+	void (*ino_prefetch)(struct resolver *r, const uint64_t *ino, size_t n);
+	void *method_ctx;
 };
 
 /*
@@ -354,6 +365,11 @@ int rel_lstat(int mnt_fd, const char *rel, struct stat *st);
  * it, then its next sibling.  rel_cmp_p for qsort of char *. */
 int rel_cmp(const char *a, const char *b);
 int rel_cmp_p(const void *a, const void *b);
+/* dir (dl bytes, "" for the mount itself) and name (nl bytes) as one
+ * path relative to the mount, NUL-terminated in *buf (grown as needed):
+ * "dir/name", or "name" under the mount.  Returns name's offset in it.
+ * Neither dir nor name may point into *buf (it may move). */
+size_t rel_join(char **buf, size_t *cap, const char *dir, size_t dl, const char *name, size_t nl);
 /*
  * prefetch.c: lstat the paths rel[0..n) (relative to the mount, best in
  * rel_cmp order) from a few threads at once, results thrown away: the
@@ -423,6 +439,11 @@ void fiemap_ranges(struct item *it, const struct fext *v, size_t n, uint64_t siz
  * (also when the path is gone), or RX_FULL_SCAN when it cannot be opened. */
 int fiemap_item_ranges(struct resolver *r, struct dircur *cur, struct item *it,
 		       const struct rangeset *changed, int map_changed);
+
+/* ext4.c: the block of fs holding inode ino's record (its group's inode
+ * table, by arithmetic), 0 when there is none. */
+struct struct_ext2_filsys;
+uint64_t ext4_inode_block(struct struct_ext2_filsys *fs, uint64_t ino);
 
 /* Filesystem methods: fill r->res (inodes, reasons, ranges) and stats. */
 int ext4_resolve(struct resolver *r);

@@ -1,9 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0 OR MIT
 /* Allocation that cannot fail quietly, time, numbers, error messages. */
 #include <errno.h>
+#include <limits.h>
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "resolve.h"
 
@@ -191,3 +195,43 @@ void rx_check_outside(struct resolver *r, uint64_t fs_bytes, const char *fs)
 	rx_unattributed(r, bytes, "%llu changed bytes past the end of the %s filesystem (%llu bytes)",
 			(unsigned long long)bytes, fs, (unsigned long long)fs_bytes);
 }
+
+/*
+ * The first touch of each 4 KiB page of the heap is a page fault: a
+ * steady-state run at 1M files touches about 5000 (SQLite's page caches,
+ * the result table, the sorts' buffers), and on the benchmark's host, a
+ * virtual machine, a fault costs about 10 µs, more than the run's index
+ * searches (BENCHMARKS.md, resolver runs 34-35).  So the heap grows by
+ * pad at once (malloc's top pad), that part advised MADV_HUGEPAGE: the
+ * first touch of each 2 MiB is then one fault.  Allocations up to pad come
+ * from the heap too (not from mmap, each mapping faulted page by page
+ * again).  Only address space is reserved: what is never touched costs
+ * nothing.  Where transparent huge pages are off the advice does nothing
+ * (the heap only grows in larger steps); where malloc is not glibc's (a
+ * sanitizer, valgrind) nothing is done.  Returns the bytes advised.
+ */
+size_t heap_hugepages(size_t pad)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	char *a0, *a, *b, *p;
+
+	if (pg <= 0 || pad < (size_t)pg || pad > INT_MAX / 2)
+		return 0;
+	if (!mallopt(M_MMAP_THRESHOLD, (int)pad) || !mallopt(M_TOP_PAD, (int)pad) ||
+	    !mallopt(M_TRIM_THRESHOLD, (int)(2 * pad)))
+		return 0;
+	a0 = sbrk(0);
+	/* Larger than what is left of the first heap: it grows, by pad more. */
+	p = malloc(pad / 2);
+	b = sbrk(0);
+	if (!p || a0 == (char *)-1 || b == (char *)-1 || b <= a0 || p + pad / 2 > b || p + pad / 2 < a0) {
+		free(p);
+		return 0;
+	}
+	a = (char *)(((uintptr_t)p + (uintptr_t)pg - 1) & ~((uintptr_t)pg - 1));
+	if (madvise(a, (size_t)(b - a), MADV_HUGEPAGE))
+		a = b;
+	free(p);
+	return (size_t)(b - a);
+}
+

@@ -13,6 +13,8 @@ Suite *suite_store(void);
 Suite *suite_htab(void);
 Suite *suite_pathat(void);
 Suite *suite_prefetch(void);
+Suite *suite_ext4(void);
+Suite *suite_util(void);
 /* scratch.c: a fresh directory /tmp/chj-TAG.XXXXXX, and its removal. */
 char *scratch_dir(const char *tag);
 void scratch_rm(const char *dir);

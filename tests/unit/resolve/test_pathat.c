@@ -39,6 +39,39 @@ START_TEST(rel_cmp_puts_a_directory_before_what_is_under_it)
 }
 END_TEST
 
+START_TEST(rel_join_joins_as_the_checks_expect)
+{
+	char *b = NULL;
+	size_t cap = 0, o;
+
+	/* Under the mount: the name alone (no leading '/'). */
+	o = rel_join(&b, &cap, "", 0, "f1", 2);
+	ck_assert_uint_eq(o, 0);
+	ck_assert_str_eq(b, "f1");
+	/* Lengths, not NULs, bound both parts. */
+	o = rel_join(&b, &cap, "a/bXX", 3, "nameYY", 4);
+	ck_assert_uint_eq(o, 4);
+	ck_assert_str_eq(b, "a/b/name");
+	ck_assert_str_eq(b + o, "name");
+	/* The buffer grows past its first size, and is reused after. */
+	{
+		char dir[300], name[255];
+
+		memset(dir, 'd', sizeof(dir));
+		memset(name, 'n', sizeof(name));
+		o = rel_join(&b, &cap, dir, sizeof(dir), name, sizeof(name));
+		ck_assert_uint_eq(o, sizeof(dir) + 1);
+		ck_assert_uint_eq(strlen(b), sizeof(dir) + 1 + sizeof(name));
+		ck_assert_int_eq(b[sizeof(dir)], '/');
+		ck_assert_uint_ge(cap, strlen(b) + 1);
+	}
+	o = rel_join(&b, &cap, "x", 1, "y", 1);
+	ck_assert_str_eq(b, "x/y");
+	ck_assert_uint_eq(o, 2);
+	free(b);
+}
+END_TEST
+
 /* A chain of levels directories named name under root, a file f in each;
  * ino[k] the inode of level k's directory. */
 static void make_chain(int root, const char *name, int levels, ino_t *ino)
@@ -280,6 +313,7 @@ Suite *suite_pathat(void)
 
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, rel_cmp_puts_a_directory_before_what_is_under_it);
+	tcase_add_test(tc, rel_join_joins_as_the_checks_expect);
 	tcase_add_test(tc, dircur_chain_costs_one_open_per_level);
 	tcase_add_test(tc, dircur_long_names_past_path_max);
 	tcase_add_test(tc, dircur_follows_no_symlink_and_no_dotdot);
