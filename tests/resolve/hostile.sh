@@ -66,7 +66,7 @@ mkdir -m 700 "$CHJ_RESOLVE_CACHE_DIR"
 mkfs_mount() {
 	local size=${1:-}
 	mountpoint -q "$mnt" && umount "$mnt"
-	[ -n "$loop" ] && losetup -d "$loop"
+	[ -n "$loop" ] && detach_loop "$loop"
 	rm -f "$img"
 	truncate -s 640M "$img"
 	loop=$(losetup -f --show "$img")
@@ -265,7 +265,7 @@ ext4)
 	maps_case() {
 		local what=$1 opt=$2 bs=1024 ex etb0 leaf0 leaf1 leaf2 data0 data2 chg
 		mountpoint -q "$mnt" && umount "$mnt"
-		[ -n "$loop" ] && losetup -d "$loop"
+		[ -n "$loop" ] && detach_loop "$loop"
 		rm -f "$img"
 		truncate -s 64M "$img"
 		# shellcheck disable=SC2086
@@ -358,7 +358,7 @@ EOF
 	maps_case csum ""
 	maps_case indirect "-O ^extent,^64bit,^metadata_csum"
 	umount "$mnt"
-	losetup -d "$loop"
+	detach_loop "$loop"
 	loop=
 	;;
 esac
