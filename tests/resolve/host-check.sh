@@ -157,7 +157,7 @@ fi
 wl_modify "$mnt" "$work/writes1" 1
 if [[ " $* " == *inline_data* ]]; then
 	# The small files are inline (lsattr's N).
-	lsattr "$mnt/small/f1" | grep -q '^[^ ]*N' || { echo "FAIL: small files are not inline"; exit 1; }
+	grep -q '^[^ ]*N' <<<"$(lsattr "$mnt/small/f1")" || { echo "FAIL: small files are not inline"; exit 1; }
 fi
 # (The snapshot reads what round 1 changed: its atime updates belong
 # there, not to round 2.)

@@ -45,7 +45,7 @@ fail() { echo "FAIL: store-clock-xfs: $*"; exit 1; }
 truncate -s 320M "$img"
 loop=$(losetup -f --show "$img")
 mkfs.xfs -q -f "$@" "$loop"
-xfs_info "$loop" | grep -q 'bigtime=1' || fail "this test writes bigtime timestamps (mkfs.xfs -m bigtime=1)"
+grep -q 'bigtime=1' <<<"$(xfs_info "$loop")" || fail "this test writes bigtime timestamps (mkfs.xfs -m bigtime=1)"
 mkdir -p "$mnt"
 mount -o noatime "$loop" "$mnt"
 mkdir "$mnt/d" "$mnt/e"

@@ -23,5 +23,7 @@ store_resolve() {
 	grep -q "state store: state of epoch 2 used" "$work/stats" || fail "the store was not used"
 }
 
-# listed REL: the path REL (under the mount) is in the -0 output.
-listed() { tr '\0' '\n' <"$work/out0" | grep -qx "$mnt/$1"; }
+# listed REL: the path REL (under the mount) is in the -0 output.  (Not
+# "tr | grep -q" under pipefail: grep stops at the first match, and tr,
+# still writing, dies of SIGPIPE and fails the pipeline.)
+listed() { grep -qxF "$mnt/$1" <<<"$(tr '\0' '\n' <"$work/out0")"; }

@@ -46,6 +46,6 @@ must_refuse() {
 		dmsetup remove refused
 		fail "$1: table was accepted: $2"
 	fi
-	dmesg | grep -q "$3" || { dmesg | tail -5; fail "$1: kernel log lacks '$3'"; }
+	grep -q "$3" <<<"$(dmesg)" || { dmesg | tail -5; fail "$1: kernel log lacks '$3'"; }
 	log "refused as expected: $1"
 }

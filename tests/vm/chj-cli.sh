@@ -164,7 +164,7 @@ assert d["ranges"][2] == {"start": 8192, "length": 8}, d
 	dm_create smeta "0 128 linear $SPARE 0" >/dev/null
 	dm_create sorig "0 65536 linear $SPARE 2048" >/dev/null
 	"$CHJ" create m /dev/mapper/smeta /dev/mapper/sorig --mark-ahead 16 --force
-	dmsetup table m | grep -q " 2 mark_ahead 16$" || { dmsetup table m; fail "no mark_ahead in the table"; }
+	grep -q " 2 mark_ahead 16$" <<<"$(dmsetup table m)" || { dmsetup table m; fail "no mark_ahead in the table"; }
 	"$CHJ" status --json m | python3 -c '
 import json, sys
 d = json.load(sys.stdin)["chj"][0]

@@ -46,7 +46,7 @@ dd if=/dev/urandom of=$M/vm/disk.img bs=4096 seek=3000 count=1 conv=notrunc stat
 sync
 
 log "rsync's own quick check misses the same-size, same-mtime edit"
-if rsync -an --itemize-changes $M/ /tmp/mirror/ | grep -q ' report.txt$'; then
+if grep -q ' report.txt$' <<<"$(rsync -an --itemize-changes $M/ /tmp/mirror/)"; then
 	fail "rsync quick check unexpectedly saw report.txt"
 fi
 

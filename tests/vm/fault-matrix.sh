@@ -159,7 +159,7 @@ if dmsetup create c --table "$(chj_table /dev/mapper/md /dev/mapper/og 8)" 2>/de
 	fail "a table over an unreadable bitmap block was accepted"
 fi
 dmesg | grep -E 'device-mapper: (table|chj)' | tail -3
-dmesg | grep -qE 'device-mapper: chj: ' || fail "the kernel log does not say why the load failed"
+grep -qE 'device-mapper: chj: ' <<<"$(dmesg)" || fail "the kernel log does not say why the load failed"
 under md "$(meta_table linear)"
 cover "bitmap read error at load, then readable again"
 

@@ -44,7 +44,7 @@ if dmsetup create c --table "$(chj_table /dev/mapper/md /dev/ram0 8)" 2>/tmp/err
 	fail "a load whose superblock commit failed was accepted"
 fi
 dmsetup remove c 2>/dev/null || true
-dmesg | grep -q "chj.*Cannot load metadata" || { dmesg | tail -5; fail "no kernel log line for the failed load"; }
+grep -q "chj.*Cannot load metadata" <<<"$(dmesg)" || { dmesg | tail -5; fail "no kernel log line for the failed load"; }
 dmsetup suspend md
 dmsetup load md --table "0 $(sectors /dev/ram1) linear /dev/ram1 0"
 dmsetup resume md
@@ -53,11 +53,11 @@ $CHJ changes --since 1 --metadata /dev/mapper/md | cmp -s - /tmp/want1 || fail "
 
 log "the next load upgrades; every epoch's answer is kept"
 dm_create c "$(chj_table /dev/mapper/md /dev/ram0 8)" >/dev/null
-dmesg | grep -q "upgraded from format 1 to 2" || fail "no upgrade log line"
+grep -q "upgraded from format 1 to 2" <<<"$(dmesg)" || fail "no upgrade log line"
 $CHJ changes --since 1 c | cmp -s - /tmp/want1 || fail "changes since 1 differ after the upgrade"
 $CHJ changes --since "$E3" c | cmp -s - /tmp/want3 || fail "changes since $E3 differ after the upgrade"
 wr /dev/mapper/c 30000 4
 dmsetup remove c
 assert_eq 2 "$(version)" "format 2 after the upgrade"
-$CHJ changes --since "$E3" --metadata /dev/mapper/md | grep -q "^60000 8$" || fail "a write after the upgrade is not recorded"
+grep -q "^60000 8$" <<<"$($CHJ changes --since "$E3" --metadata /dev/mapper/md)" || fail "a write after the upgrade is not recorded"
 log "ok"
