@@ -1,8 +1,13 @@
 #!/bin/bash
 # Harness self-test: a test that outlives its vm-timeout is killed and
-# failed, and 20 s before that vm-guest reports what runs (hang_report:
-# the processes, this sleep among them).
+# failed; before that vm-guest reports what runs (hang_report: the
+# processes, this sleep among them), and QEMU where the vCPUs are
+# (vm-cpu-dump: idle, as the guest only sleeps; named when this build
+# directory has the kernel's symbols, which the first boot of a kernel
+# takes).
 # vm-expect: fail
+# vm-expect-output: timed out after 30s
 # vm-expect-output: hang: .* sleep 600
+# vm-expect-output: vm-cpu-dump: vCPU 0: kernel mode, RIP [0-9a-f]+
 # vm-timeout: 30
 sleep 600
