@@ -874,7 +874,14 @@ static void store_filter(struct e4 *c)
 	if (!c->st.can_compare || !c->nch)
 		return;
 	qsort(c->ch, c->nch, sizeof(*c->ch), cmp_chash);
-	store_prefetch(&c->st, c->nch);
+	{
+		uint64_t *ino = xmalloc(c->nch * sizeof(*ino));
+
+		for (size_t i = 0; i < c->nch; i++)
+			ino[i] = c->ch[i].ino;
+		store_prefetch(&c->st, 0, ino, c->nch);
+		free(ino);
+	}
 	drop = xmalloc(c->nch * sizeof(*drop));
 	for (size_t i = 0, j; i < c->nch; i = j) {
 		struct item *it;

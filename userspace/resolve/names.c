@@ -436,6 +436,8 @@ static int refresh(struct nctx *c, uint64_t *reread_n, uint64_t *budget)
 {
 	struct resolver *r = c->r;
 	struct pending p = { 0 };
+	uint64_t *unk = NULL;
+	size_t nu = 0, ucap = 0;
 	int progress = 1, rc = 0;
 	struct stat mst;
 	dev_t mdev;
@@ -443,22 +445,35 @@ static int refresh(struct nctx *c, uint64_t *reread_n, uint64_t *budget)
 	if (fstat(r->mnt_fd, &mst))
 		return 1;
 	mdev = mst.st_dev;
-	for (size_t i = 0; i < r->res.cap && !rc; i++) {
+	for (size_t i = 0; i < r->res.cap; i++) {
 		const struct item *it = r->res.tab[i];
-		int k;
 
 		if (!it || !it->reasons || it->root)
 			continue;
-		/* A directory by its inode, or by what the index knows; the
-		 * root always (no entry names it, and empty when the index
-		 * was written it had no rows: its new entries were never
-		 * read, and what is under them went unnamed, exit 0). */
-		k = it->type == FT_DIR || it->ino == c->x->root ? 1 : known_dir(c->x, it->ino);
+		/* A directory by its inode; the root always (no entry names
+		 * it, and empty when the index was written it had no rows:
+		 * its new entries were never read, and what is under them
+		 * went unnamed, exit 0).  An inode of another type read now
+		 * is no directory to re-read (had it been one, its entry
+		 * went with it from a parent re-read here: collect_gone). */
+		if (it->type == FT_DIR || it->ino == c->x->root)
+			push(&p.pend, &p.np, &p.pcap, it->ino);
+		else if (it->type == FT_UNKNOWN)
+			push(&unk, &nu, &ucap, it->ino);
+	}
+	/* Of unknown type: a directory when the index knows it as one. */
+	nidx_prefetch(c->x, 1, unk, nu);
+	for (size_t i = 0; i < nu && !rc; i++) {
+		int k = known_dir(c->x, unk[i]);
+
 		if (k < 0)
 			rc = 1;
 		else if (k)
-			push(&p.pend, &p.np, &p.pcap, it->ino);
+			push(&p.pend, &p.np, &p.pcap, unk[i]);
 	}
+	free(unk);
+	/* The directories' entries, searched by reread. */
+	nidx_prefetch(c->x, 1, p.pend, p.np);
 	/* The searches above are one or two per result: linear, not charged. */
 	c->charged = c->cur.opens + c->x->looked;
 	while (!rc && p.np && progress) {
@@ -623,6 +638,17 @@ static int index_paths(struct nctx *c, uint64_t *dropped, uint64_t *budget)
 	c->charged = c->cur.opens + c->x->looked;
 	if (all.n > 1)
 		qsort(all.v, all.n, sizeof(*all.v), by_dir);
+	{
+		/* Their directories' names, searched next (dir_rel). */
+		uint64_t *dirs = NULL;
+		size_t nd = 0, dcap = 0;
+
+		for (size_t i = 0; i < all.n; i++)
+			if (!nd || dirs[nd - 1] != all.v[i].dir)
+				push(&dirs, &nd, &dcap, all.v[i].dir);
+		nidx_prefetch(c->x, 0, dirs, nd);
+		free(dirs);
+	}
 	for (size_t i = 0; i < all.n;) {
 		uint64_t dir = all.v[i].dir;
 		const char *base = dir_rel(c, dir);
@@ -745,9 +771,21 @@ int resolve_names(struct resolver *r,
 		/* Many to name: a walk is cheaper (the index is still kept
 		 * current, from the changed directories alone). */
 		walk = x.entries >= WALK_MIN && listed > x.entries / WALK_RATIO;
-		/* About two searches a listed inode: its names, and whether
-		 * it is a directory (refresh). */
-		nidx_prefetch(&x, 2 * (uint64_t)listed);
+		{
+			/* Their names: searched by refresh (known_dir) and
+			 * index_paths. */
+			uint64_t *ino = NULL;
+			size_t ni = 0, icap = 0;
+
+			for (size_t i = 0; i < r->res.cap; i++) {
+				const struct item *it = r->res.tab[i];
+
+				if (it && it->reasons && !it->root)
+					push(&ino, &ni, &icap, it->ino);
+			}
+			nidx_prefetch(&x, 0, ino, ni);
+			free(ino);
+		}
 		if (!refresh(&c, &reread_n, &budget) &&
 		    (walk || !index_paths(&c, &dropped, &budget))) {
 			rc = walk ? walk_tree(r, NULL, NULL) : RX_OK;

@@ -66,9 +66,12 @@ int cache_dir_open(struct resolver *r, int create);
 int nidx_open(struct resolver *r, struct nidx *x);
 /* Commit (with epoch, root, entry count) or roll back; closes. */
 int nidx_close(struct nidx *x, int commit);
-/* About to search it about lookups times: the file read ahead whole when
- * that is cheaper than the searches' own reads (prefetch_file). */
-void nidx_prefetch(struct nidx *x, uint64_t lookups);
+/* About to search it for the inodes v[0..n) (by_dir 0: their names,
+ * nidx_by_ino) or for the entries of the directories v[0..n) (by_dir 1):
+ * the leaves those searches read, read ahead (prefetch_sqlite); failing
+ * that, the file whole when that is cheaper than the searches' own
+ * reads. */
+void nidx_prefetch(struct nidx *x, int by_dir, const uint64_t *v, size_t n);
 /* Empty it for a rebuild (a walk), dropping its tables (or the file's
  * content) when SQLite cannot delete the rows; -1 on error. */
 int nidx_clear(struct nidx *x);

@@ -17,9 +17,13 @@
  */
 #include <fcntl.h>
 #include <pthread.h>
+#include <sqlite3.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include "btplan.h"
 #include "resolve.h"
 
 /* Enough reads in flight for a disk's queue; few enough to be cheap. */
@@ -81,7 +85,9 @@ unsigned prefetch_lstat(int mnt_fd, char *const *rel, size_t n)
  * index cost 0.5 s.  A sequential read costs about as much as 50-400
  * random ones of 4 KiB (SSD and disk alike), so the file is read whole
  * only when the searches would touch more than one page in PF_FILE_RATIO;
- * a run with a handful of changes reads no more than before.
+ * a run with a handful of changes reads no more than before.  When the
+ * keys searched for are known, prefetch_btree reads ahead only the leaves
+ * they lead to (btplan.c), and this is its fallback.
  */
 #define PF_FILE_RATIO	32
 /* The kernel reads no more than the device's readahead window per call
@@ -107,4 +113,82 @@ int prefetch_range(int fd, uint64_t off, uint64_t len)
 			return -1;
 	}
 	return 0;
+}
+
+/* A SQLite file read through its own fd, for bt_plan. */
+struct fd_src {
+	int fd;
+	uint32_t psize;
+};
+
+static int fd_read(void *ctx, uint32_t pgno, void *buf)
+{
+	const struct fd_src *f = ctx;
+	off_t off = (off_t)(pgno - 1) * f->psize;
+
+	return pread(f->fd, buf, f->psize, off) == (ssize_t)f->psize ? 0 : -1;
+}
+
+static void fd_advise(void *ctx, uint32_t pgno, uint32_t n)
+{
+	const struct fd_src *f = ctx;
+
+	(void)prefetch_range(f->fd, (uint64_t)(pgno - 1) * f->psize, (uint64_t)n * f->psize);
+}
+
+long prefetch_btree(int fd, uint32_t root, const struct bt_key *keys, size_t n, int ncols)
+{
+	uint8_t hdr[100];
+	struct stat st;
+	struct fd_src f = { .fd = fd };
+	struct bt_src s = { .ctx = &f, .read = fd_read, .advise = fd_advise };
+
+	if (fd < 0 || fstat(fd, &st) || !S_ISREG(st.st_mode) ||
+	    pread(fd, hdr, sizeof(hdr), 0) != (ssize_t)sizeof(hdr) ||
+	    bt_header(hdr, sizeof(hdr), &s.psize, &s.usable) ||
+	    (uint64_t)st.st_size / s.psize > UINT32_MAX)
+		return -1;
+	f.psize = s.psize;
+	s.npages = (uint32_t)((uint64_t)st.st_size / s.psize);
+	return bt_plan(&s, root, keys, n, ncols);
+}
+
+static int key_cmp(const void *pa, const void *pb)
+{
+	const struct bt_key *a = pa, *b = pb;
+
+	for (int c = 0; c < 2; c++)
+		if (a->k[c] != b->k[c])
+			return a->k[c] < b->k[c] ? -1 : 1;
+	return 0;
+}
+
+long prefetch_sqlite(void *db, int fd, const char *tree, const int64_t *prefix,
+		     const uint64_t *v, size_t n)
+{
+	sqlite3_stmt *q;
+	sqlite3_int64 root = 0;
+	struct bt_key *k;
+	long rc;
+
+	if (!db || fd < 0 || !n)
+		return -1;
+	if (sqlite3_prepare_v2(db, "SELECT rootpage FROM sqlite_schema WHERE name = ?1", -1, &q,
+			       NULL))
+		return -1;
+	sqlite3_bind_text(q, 1, tree, -1, SQLITE_STATIC);
+	if (sqlite3_step(q) == SQLITE_ROW)
+		root = sqlite3_column_int64(q, 0);
+	sqlite3_finalize(q);
+	if (root <= 0 || root > UINT32_MAX)
+		return -1;
+	k = xmalloc(n * sizeof(*k));
+	for (size_t i = 0; i < n; i++) {
+		k[i].k[0] = prefix ? *prefix : (int64_t)v[i];
+		k[i].k[1] = prefix ? (int64_t)v[i] : 0;
+	}
+	qsort(k, n, sizeof(*k), key_cmp);
+	rc = prefetch_btree(fd, (uint32_t)root, k, n, prefix ? 2 : 1);
+	free(k);
+	return rc;
 }

@@ -67,7 +67,7 @@ check-unit: resolve-check-unit
 # real filesystems); the corpus grows in build/fuzz/resolve-<name>/.
 # `make fuzz` runs each RESOLVE_FUZZ_SECONDS (default 5: check-unit);
 # `make fuzz RESOLVE_FUZZ_SECONDS=600` for a long run.
-RESOLVE_FUZZERS := jbd2 xfs_sb xfslog names ext4map store btrfs
+RESOLVE_FUZZERS := jbd2 xfs_sb xfslog names ext4map store btrfs btplan
 RESOLVE_FUZZ_SECONDS ?= 5
 FZ := build/fuzz/resolve
 FUZZ_CFLAGS := -std=gnu11 -g -O1 -D_GNU_SOURCE -I../include -Ilib -Iresolve $(PKG_CFLAGS) \

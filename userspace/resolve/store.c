@@ -430,10 +430,15 @@ int store_same(struct store *s, uint64_t root, uint64_t ino, const uint8_t h[ST_
 	return same;
 }
 
-void store_prefetch(struct store *s, uint64_t lookups)
+void store_prefetch(struct store *s, uint64_t root, const uint64_t *ino, size_t n)
 {
-	if (s->db && s->can_compare && !s->failed && s->rafd > 0)
-		prefetch_file(s->rafd - 1, lookups);
+	int64_t r = (int64_t)root;
+
+	if (!s->db || !s->can_compare || s->failed || s->rafd <= 0)
+		return;
+	/* rec's key is (root, ino, from_e): the leaves of (root, ino). */
+	if (prefetch_sqlite(s->db, s->rafd - 1, "rec", &r, ino, n) < 0)
+		prefetch_file(s->rafd - 1, n);
 }
 
 int store_open_keys(struct store *s, uint64_t root, uint64_t **keys, size_t *n)

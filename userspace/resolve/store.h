@@ -77,9 +77,10 @@ void store_hash(struct store *s, uint64_t root, uint64_t ino, const void *rec, s
  * known and hashed to h; 0 otherwise (changed, unknown, absent, error).
  */
 int store_same(struct store *s, uint64_t root, uint64_t ino, const uint8_t h[ST_HASH]);
-/* About to call store_same lookups times: the file read ahead whole
- * when that is cheaper than the searches' own reads (prefetch_file). */
-void store_prefetch(struct store *s, uint64_t lookups);
+/* About to call store_same for (root, ino[0..n)): the leaves those
+ * searches read, read ahead (prefetch_sqlite); failing that, the file
+ * whole when that is cheaper than the searches' own reads. */
+void store_prefetch(struct store *s, uint64_t root, const uint64_t *ino, size_t n);
 /*
  * The keys (the ino column) of root's rows that are open (valid for the
  * newest snapshot on): what an update must close when they are gone

@@ -19,6 +19,7 @@ int main(void)
 	srunner_add_suite(sr, suite_htab());
 	srunner_add_suite(sr, suite_pathat());
 	srunner_add_suite(sr, suite_prefetch());
+	srunner_add_suite(sr, suite_btplan());
 	srunner_add_suite(sr, suite_ext4());
 	srunner_add_suite(sr, suite_util());
 	srunner_run_all(sr, CK_NORMAL);

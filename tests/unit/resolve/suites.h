@@ -13,6 +13,7 @@ Suite *suite_store(void);
 Suite *suite_htab(void);
 Suite *suite_pathat(void);
 Suite *suite_prefetch(void);
+Suite *suite_btplan(void);
 Suite *suite_ext4(void);
 Suite *suite_util(void);
 /* scratch.c: a fresh directory /tmp/chj-TAG.XXXXXX, and its removal. */
