@@ -2,6 +2,7 @@
 # Harness self-test: vm_crash resets the guest, the harness boots it again on
 # the same disks with CHJ_BOOT=2, and data synced before the crash survives.
 # vm-disks: 64M 16M
+# vm-mem: 1024
 # vm-timeout: 120
 # shellcheck source=tests/vm/lib.sh disable=SC1091
 . "$CHJ_ROOT/tests/vm/lib.sh"

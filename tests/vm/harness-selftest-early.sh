@@ -7,6 +7,7 @@
 # vm-expect: fail
 # vm-expect-output: console-early-2\.txt
 # vm-append: rdinit=/nonexistent-init
+# vm-mem: 1024
 # vm-timeout: 60
 echo "harness-selftest-early: this line must never run"
 exit 0

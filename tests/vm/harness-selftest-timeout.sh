@@ -9,5 +9,6 @@
 # vm-expect-output: timed out after 30s
 # vm-expect-output: hang: .* sleep 600
 # vm-expect-output: vm-cpu-dump: vCPU 0: kernel mode, RIP [0-9a-f]+
+# vm-mem: 1024
 # vm-timeout: 30
 sleep 600

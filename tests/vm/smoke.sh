@@ -2,6 +2,7 @@
 # Smoke test: the harness loaded dm-chj, device-mapper knows the chj target,
 # and the module unloads cleanly.  (I/O through a chj device is tested by the
 # target's own tests.)
+# vm-mem: 1024
 # vm-timeout: 120
 # shellcheck source=tests/vm/lib.sh disable=SC1091
 . "$CHJ_ROOT/tests/vm/lib.sh"

@@ -146,6 +146,11 @@ static int key_cmp(const struct bt_key *a, const struct bt_key *b, int ncols)
 	return 0;
 }
 
+int bt_key_order(const void *a, const void *b)
+{
+	return key_cmp(a, b, 2);
+}
+
 /* The first of keys[0..n) not before lo. */
 static size_t lower_bound(const struct bt_key *keys, size_t n, const struct bt_key *lo, int ncols)
 {

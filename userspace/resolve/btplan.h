@@ -38,6 +38,9 @@ struct bt_key {
 	int64_t k[2];
 };
 
+/* qsort's order of keys: by k[0], then k[1]. */
+int bt_key_order(const void *a, const void *b);
+
 /* The most interior pages read for one plan: beyond it, the caller
  * reads ahead as it would without a plan. */
 #define BT_MAX_INTERIOR	16384u

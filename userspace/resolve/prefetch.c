@@ -153,16 +153,6 @@ long prefetch_btree(int fd, uint32_t root, const struct bt_key *keys, size_t n, 
 	return bt_plan(&s, root, keys, n, ncols);
 }
 
-static int key_cmp(const void *pa, const void *pb)
-{
-	const struct bt_key *a = pa, *b = pb;
-
-	for (int c = 0; c < 2; c++)
-		if (a->k[c] != b->k[c])
-			return a->k[c] < b->k[c] ? -1 : 1;
-	return 0;
-}
-
 long prefetch_sqlite(void *db, int fd, const char *tree, const int64_t *prefix,
 		     const uint64_t *v, size_t n)
 {
@@ -187,7 +177,7 @@ long prefetch_sqlite(void *db, int fd, const char *tree, const int64_t *prefix,
 		k[i].k[0] = prefix ? *prefix : (int64_t)v[i];
 		k[i].k[1] = prefix ? (int64_t)v[i] : 0;
 	}
-	qsort(k, n, sizeof(*k), key_cmp);
+	qsort(k, n, sizeof(*k), bt_key_order);
 	rc = prefetch_btree(fd, (uint32_t)root, k, n, prefix ? 2 : 1);
 	free(k);
 	return rc;

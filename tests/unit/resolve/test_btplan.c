@@ -281,16 +281,6 @@ static char *make_db(unsigned rows)
 	return path;
 }
 
-static int key_cmp(const void *pa, const void *pb)
-{
-	const struct bt_key *a = pa, *b = pb;
-
-	for (int c = 0; c < 2; c++)
-		if (a->k[c] != b->k[c])
-			return a->k[c] < b->k[c] ? -1 : 1;
-	return 0;
-}
-
 /* n keys: every stride-th row's inode (offset off), HEAVY, one absent. */
 static size_t pick(struct bt_key *k, unsigned rows, unsigned stride, unsigned off, int store)
 {
@@ -304,7 +294,7 @@ static size_t pick(struct bt_key *k, unsigned rows, unsigned stride, unsigned of
 	k[n++].k[1] = store ? HEAVY : 0;
 	k[n].k[0] = store ? 9 : 123456789012LL;
 	k[n++].k[1] = 1;
-	qsort(k, n, sizeof(*k), key_cmp);
+	qsort(k, n, sizeof(*k), bt_key_order);
 	return n;
 }
 
@@ -345,7 +335,7 @@ START_TEST(plan_covers_every_page_sqlite_reads)
 	/* The entries of directories (ent's own key), as Q_LIST. */
 	for (size_t i = 0; i < n; i++)
 		k[i].k[0] = ino_of((unsigned)(i * 150 / 50 * 50 + 1));
-	qsort(k, n, sizeof(*k), key_cmp);
+	qsort(k, n, sizeof(*k), bt_key_order);
 	ck_assert_int_gt(plan(path, "ent", k, n, 1), 0);
 	ck_assert_int_eq(missed(path, "SELECT name, ino, t FROM ent WHERE dir = ?1", k, n, 1, &rows), 0);
 	ck_assert_uint_gt(rows, 0);
