@@ -21,13 +21,23 @@
 /* A B-tree deeper than this is not one SQLite wrote. */
 #define BT_MAX_DEPTH		40
 
+/* The most cells read for one plan (a real tree's plan reads a few
+ * hundred interior pages of about a hundred cells). */
+#define BT_MAX_CELLS		(1u << 22)
+
+/* A level's pages, each once (seen: a bit per page of the file, so a
+ * level never holds more entries than the file has pages). */
 struct u32v {
 	uint32_t *v;
 	size_t n, cap;
+	uint8_t *seen;
 };
 
 static void u32v_push(struct u32v *a, uint32_t x)
 {
+	if (a->seen[x >> 3] & (1u << (x & 7)))
+		return;
+	a->seen[x >> 3] |= (uint8_t)(1u << (x & 7));
 	xgrow((void **)&a->v, &a->cap, a->n + 1, sizeof(*a->v));
 	a->v[a->n++] = x;
 }
@@ -39,17 +49,19 @@ static int u32_cmp(const void *pa, const void *pb)
 	return (a > b) - (a < b);
 }
 
-/* Sorted, each page once. */
-static void u32v_settle(struct u32v *a)
+/* Sorted (each page is there once already). */
+static void u32v_sort(struct u32v *a)
 {
-	size_t k = 0;
-
 	if (a->n > 1)
 		qsort(a->v, a->n, sizeof(*a->v), u32_cmp);
+}
+
+/* Empty, for the next level. */
+static void u32v_clear(struct u32v *a)
+{
 	for (size_t i = 0; i < a->n; i++)
-		if (!k || a->v[k - 1] != a->v[i])
-			a->v[k++] = a->v[i];
-	a->n = k;
+		a->seen[a->v[i] >> 3] = 0;
+	a->n = 0;
 }
 
 /* Runs of consecutive pages, each advised in one call. */
@@ -188,13 +200,14 @@ static size_t local_bytes(uint64_t psz, uint32_t usable)
  * beside it stay candidates.
  */
 static int pick_children(const struct bt_src *s, const uint8_t *buf, size_t hdr,
-			 const struct bt_key *keys, size_t n, int ncols, struct u32v *next)
+			 const struct bt_key *keys, size_t n, int ncols, struct u32v *next,
+			 size_t *cells)
 {
 	uint32_t ncells = be16(buf + hdr + 3), u = s->usable;
 	struct bt_key lo = { { 0, 0 } };
 	int have_lo = 0;
 
-	if (hdr + 12 + 2 * (size_t)ncells > u)
+	if (hdr + 12 + 2 * (size_t)ncells > u || (*cells += ncells) > BT_MAX_CELLS)
 		return -1;
 	for (uint32_t i = 0; i <= ncells; i++) {
 		struct bt_key hi = { { 0, 0 } };
@@ -241,7 +254,7 @@ long bt_plan(const struct bt_src *s, uint32_t root, const struct bt_key *keys, s
 {
 	struct u32v cur = { 0 }, next = { 0 };
 	uint8_t *buf;
-	size_t interior = 0;
+	size_t interior = 0, cells = 0;
 	long rc = -1;
 
 	if (ncols < 1 || ncols > 2 || !s->read || s->psize < 512 || s->psize > 65536 ||
@@ -250,9 +263,13 @@ long bt_plan(const struct bt_src *s, uint32_t root, const struct bt_key *keys, s
 	if (!n)
 		return 0;
 	buf = xmalloc(s->psize);
+	/* Page numbers run 1 .. npages: a bit each (a quarter of a per cent
+	 * of the file's size at 512-byte pages). */
+	cur.seen = xcalloc((size_t)s->npages / 8 + 1, 1);
+	next.seen = xcalloc((size_t)s->npages / 8 + 1, 1);
 	u32v_push(&cur, root);
 	for (int depth = 0; depth < BT_MAX_DEPTH; depth++) {
-		next.n = 0;
+		u32v_clear(&next);
 		advise_all(s, &cur);
 		for (size_t i = 0; i < cur.n; i++) {
 			size_t hdr = cur.v[i] == 1 ? 100 : 0;
@@ -264,10 +281,10 @@ long bt_plan(const struct bt_src *s, uint32_t root, const struct bt_key *keys, s
 				goto out;
 			}
 			if (buf[hdr] != PT_INTERIOR_INDEX || ++interior > BT_MAX_INTERIOR ||
-			    pick_children(s, buf, hdr, keys, n, ncols, &next))
+			    pick_children(s, buf, hdr, keys, n, ncols, &next, &cells))
 				goto out;
 		}
-		u32v_settle(&next);
+		u32v_sort(&next);
 		if (!next.n) {
 			rc = 0;
 			goto out;
@@ -291,6 +308,8 @@ out:
 	free(buf);
 	free(cur.v);
 	free(next.v);
+	free(cur.seen);
+	free(next.seen);
 	return rc;
 }
 

@@ -51,7 +51,8 @@ int bt_key_order(const void *a, const void *b);
  * columns equal one of keys[0..n) (sorted ascending, by k[0] then k[1]).
  * Returns the number of leaf pages advised (0: no key can be in the
  * tree), or -1 when the tree is not an index B-tree this reads, a page
- * could not be read, or the plan would exceed BT_MAX_INTERIOR.
+ * could not be read, or the plan would exceed BT_MAX_INTERIOR pages (or
+ * 4M cells: btplan.c).
  */
 long bt_plan(const struct bt_src *src, uint32_t root, const struct bt_key *keys, size_t n,
 	     int ncols);
