@@ -11,6 +11,7 @@
 #                         that may mark all: blocks written there mark every
 #                         region they hold
 #   order_stop FILE       stop, refuse a trace that lost events, save it
+#                         (the events stay enabled, tracing off: order_start)
 #   order_check NAME METADATA_PATH FILE [order-check options]
 ORDER_T=/sys/kernel/tracing
 ORDER_CHECK=$CHJ_ROOT/tests/order/order-check
@@ -33,7 +34,7 @@ _order_devs() {
 _order_kdev() { echo $((${1%%:*} << 20 | ${1##*:})); }
 
 order_start() {
-	local devs d filter="" e
+	local devs d filter="" e on
 	mountpoint -q $ORDER_T || mount -t tracefs nodev $ORDER_T
 	echo 0 >$ORDER_T/tracing_on
 	echo counter >$ORDER_T/trace_clock
@@ -42,9 +43,19 @@ order_start() {
 	for d in "${devs[@]}"; do
 		filter="${filter:+$filter || }dev == $(_order_kdev "$d")"
 	done
+	# The events are enabled once per boot and stay on (order_stop turns
+	# tracing off, which records nothing, and leaves them): enabling or
+	# disabling one patches kernel text (static keys and calls, through
+	# text_poke_bp, which waits for every CPU to answer an IPI), and under
+	# multi-threaded TCG that has left a guest with one vCPU spinning in
+	# smp_call_function_many_cond (text_poke_bp_batch, from enabling
+	# block_bio_queue) and the other at a jump-label NOP with interrupts
+	# off, for good (CI, order-controls, 2026-12-06; vm-cpu-dump).  A
+	# filter is data: rewritten for every trace.
 	for e in $ORDER_EVENTS; do
 		echo "$filter" >"$ORDER_T/events/block/$e/filter"
-		echo 1 >"$ORDER_T/events/block/$e/enable"
+		read -r on <"$ORDER_T/events/block/$e/enable"
+		[ "$on" = 1 ] || echo 1 >"$ORDER_T/events/block/$e/enable"
 	done
 	: >$ORDER_T/trace
 	echo 1 >$ORDER_T/tracing_on
@@ -73,7 +84,6 @@ order_stop() {
 	done
 	cat $ORDER_T/trace >"$1"
 	: >$ORDER_T/trace
-	for e in $ORDER_EVENTS; do echo 0 >"$ORDER_T/events/block/$e/enable"; done
 }
 
 # order_check NAME METADATA FILE [options]: run the checker on a saved trace;
