@@ -377,8 +377,7 @@ void nidx_prefetch(struct nidx *x, int by_dir, const uint64_t *v, size_t n)
 	if (!x->db || !x->usable || x->rafd <= 0 || !n)
 		return;
 	/* ent's key is (dir, name); ent_ino's (ino, t, ...). */
-	if (prefetch_sqlite(x->db, x->rafd - 1, by_dir ? "ent" : "ent_ino", NULL, v, n) < 0)
-		prefetch_file(x->rafd - 1, n);
+	prefetch_sqlite(x->db, x->rafd - 1, by_dir ? "ent" : "ent_ino", NULL, v, n);
 }
 
 static void close_rafd(struct nidx *x)

@@ -136,7 +136,11 @@ static void fd_advise(void *ctx, uint32_t pgno, uint32_t n)
 	(void)prefetch_range(f->fd, (uint64_t)(pgno - 1) * f->psize, (uint64_t)n * f->psize);
 }
 
-long prefetch_btree(int fd, uint32_t root, const struct bt_key *keys, size_t n, int ncols)
+/* Only the leaves of fd's B-tree rooted at page root that searches for
+ * keys[0..n) will read, read ahead: how many leaf pages, or -1 when it
+ * cannot tell. */
+static long prefetch_btree(int fd, uint32_t root, const struct bt_key *keys, size_t n,
+			   int ncols)
 {
 	uint8_t hdr[100];
 	struct stat st;
@@ -153,32 +157,42 @@ long prefetch_btree(int fd, uint32_t root, const struct bt_key *keys, size_t n, 
 	return bt_plan(&s, root, keys, n, ncols);
 }
 
-long prefetch_sqlite(void *db, int fd, const char *tree, const int64_t *prefix,
-		     const uint64_t *v, size_t n)
+/* The root page of db's table or index tree: 0 when there is none. */
+static uint32_t root_page(sqlite3 *db, const char *tree)
 {
 	sqlite3_stmt *q;
 	sqlite3_int64 root = 0;
-	struct bt_key *k;
-	long rc;
 
-	if (!db || fd < 0 || !n)
-		return -1;
 	if (sqlite3_prepare_v2(db, "SELECT rootpage FROM sqlite_schema WHERE name = ?1", -1, &q,
 			       NULL))
-		return -1;
+		return 0;
 	sqlite3_bind_text(q, 1, tree, -1, SQLITE_STATIC);
 	if (sqlite3_step(q) == SQLITE_ROW)
 		root = sqlite3_column_int64(q, 0);
 	sqlite3_finalize(q);
-	if (root <= 0 || root > UINT32_MAX)
-		return -1;
-	k = xmalloc(n * sizeof(*k));
-	for (size_t i = 0; i < n; i++) {
-		k[i].k[0] = prefix ? *prefix : (int64_t)v[i];
-		k[i].k[1] = prefix ? (int64_t)v[i] : 0;
+	return root > 0 && root <= UINT32_MAX ? (uint32_t)root : 0;
+}
+
+void prefetch_sqlite(void *db, int fd, const char *tree, const int64_t *prefix,
+		     const uint64_t *v, size_t n)
+{
+	uint32_t root;
+	struct bt_key *k;
+	long rc = -1;
+
+	if (!db || fd < 0 || !n)
+		return;
+	root = root_page(db, tree);
+	if (root) {
+		k = xmalloc(n * sizeof(*k));
+		for (size_t i = 0; i < n; i++) {
+			k[i].k[0] = prefix ? *prefix : (int64_t)v[i];
+			k[i].k[1] = prefix ? (int64_t)v[i] : 0;
+		}
+		qsort(k, n, sizeof(*k), bt_key_order);
+		rc = prefetch_btree(fd, root, k, n, prefix ? 2 : 1);
+		free(k);
 	}
-	qsort(k, n, sizeof(*k), bt_key_order);
-	rc = prefetch_btree(fd, (uint32_t)root, k, n, prefix ? 2 : 1);
-	free(k);
-	return rc;
+	if (rc < 0)
+		prefetch_file(fd, n);
 }

@@ -383,16 +383,12 @@ int prefetch_file(int fd, uint64_t lookups);
 /* Bytes [off, off + len) of fd's page cache read ahead, without waiting;
  * -1 when the kernel refused (then the rest is not asked for). */
 int prefetch_range(int fd, uint64_t off, uint64_t len);
-struct bt_key;
-/* Only the leaves of fd's B-tree rooted at page root (a SQLite file: the
- * state store, the name index) that searches for keys[0..n) (sorted; the
- * first ncols integer columns) will read, read ahead (btplan.c): how many
- * leaf pages, or -1 when it cannot tell (then prefetch_file instead). */
-long prefetch_btree(int fd, uint32_t root, const struct bt_key *keys, size_t n, int ncols);
-/* The same for the B-tree of db's table or index tree (db: a sqlite3 *,
- * its file open as fd), searched for the keys (*prefix, v[i]), or (v[i])
- * when prefix is NULL. */
-long prefetch_sqlite(void *db, int fd, const char *tree, const int64_t *prefix,
+/* About to search fd, the SQLite file of db (a sqlite3 *: the state
+ * store, the name index), for the keys (*prefix, v[i]), or (v[i]) when
+ * prefix is NULL, in its table or index tree: only the leaves those
+ * searches will read, read ahead (btplan.c); when that cannot be told, the
+ * file whole if n searches would read more of it (prefetch_file). */
+void prefetch_sqlite(void *db, int fd, const char *tree, const int64_t *prefix,
 		     const uint64_t *v, size_t n);
 /* An open error meaning the path leads nowhere now (gone, or replaced by
  * a symlink, a non-directory or a socket: ENXIO): a change after the sync. */

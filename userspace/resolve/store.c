@@ -437,8 +437,7 @@ void store_prefetch(struct store *s, uint64_t root, const uint64_t *ino, size_t 
 	if (!s->db || !s->can_compare || s->failed || s->rafd <= 0)
 		return;
 	/* rec's key is (root, ino, from_e): the leaves of (root, ino). */
-	if (prefetch_sqlite(s->db, s->rafd - 1, "rec", &r, ino, n) < 0)
-		prefetch_file(s->rafd - 1, n);
+	prefetch_sqlite(s->db, s->rafd - 1, "rec", &r, ino, n);
 }
 
 int store_open_keys(struct store *s, uint64_t root, uint64_t **keys, size_t *n)
