@@ -270,7 +270,7 @@ long bt_plan(const struct bt_src *s, uint32_t root, const struct bt_key *keys, s
 	u32v_push(&cur, root);
 	for (int depth = 0; depth < BT_MAX_DEPTH; depth++) {
 		u32v_clear(&next);
-		advise_all(s, &cur);
+		/* (Each level below the root was advised when it was found.) */
 		for (size_t i = 0; i < cur.n; i++) {
 			size_t hdr = cur.v[i] == 1 ? 100 : 0;
 
@@ -289,11 +289,12 @@ long bt_plan(const struct bt_src *s, uint32_t root, const struct bt_key *keys, s
 			rc = 0;
 			goto out;
 		}
-		/* One page tells what the whole level is. */
+		/* The level's reads in flight together; then one page of it
+		 * tells what the whole level is. */
+		advise_all(s, &next);
 		if (s->read(s->ctx, next.v[0], buf))
 			goto out;
 		if (buf[next.v[0] == 1 ? 100 : 0] == PT_LEAF_INDEX) {
-			advise_all(s, &next);
 			rc = (long)next.n;
 			goto out;
 		}
