@@ -142,11 +142,11 @@ resolve_truth_test() {
 # resolve_min_precision MIN: every check of resolve_truth_test reached MIN
 # (the state store's target, issue 16: ext4, XFS).
 resolve_min_precision() {
-	local what p
-	while read -r _ what p; do
-		python3 -c "import sys; sys.exit(float(sys.argv[1]) < float(sys.argv[2]))" "$p" "$1" ||
-			fail "precision of $what is $p, below $1"
-	done <"$CHJ_OUT/precision"
+	local low
+	# awk, not a python3 per line: each costs a third of a second under TCG.
+	low=$(awk -v min="$1" '$3 + 0 < min + 0 { print $2, $3 }' "$CHJ_OUT/precision")
+	[ -z "$low" ] || fail "precision below $1: $low"
+	[ -s "$CHJ_OUT/precision" ] || fail "no precision to check"
 }
 
 # resolve_progress NAME: with stderr a terminal, a long run shows progress
