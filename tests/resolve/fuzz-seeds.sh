@@ -48,8 +48,10 @@ fsfreeze -u "$work/mnt"
 umount "$work/mnt"
 losetup -d "$loop"
 loop=
-{ printf '\0'; head -c 65536 "$work/journal"; } >"$seeds/jbd2/live"
-{ printf '\1'; head -c 65536 "$work/journal"; } >"$seeds/jbd2/moving"
+head -c 65536 "$work/journal" >"$work/j64"
+python3 "$here/jbd2-seed.py" "$work/j64"
+{ printf '\0'; cat "$work/j64"; } >"$seeds/jbd2/live"
+{ printf '\1'; cat "$work/j64"; } >"$seeds/jbd2/moving"
 
 # XFS: the superblock, and the log of a mounted filesystem after changes.
 img=$work/x.img
