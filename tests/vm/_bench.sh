@@ -92,6 +92,18 @@ params="reps=$REPS size_mib=$SIZE_MIB meta_mib=$META_MIB nios=$NIOS ckpt_s=$CKPT
 	printf 'guest\t%s\n' "$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1 | tr ' ' _)x$(nproc)"
 } >"$OUT/run.tsv"
 
+# Target "ref": dm-chj built from other sources (build/ref-dm-chj.ko, for
+# example format 1's, the inline path) on the same table as "chj"; the
+# module is swapped in for it and back after it.
+REF=$CHJ_ROOT/build/ref-dm-chj.ko
+case " $TARGETS " in
+*" ref "*) [ -f "$REF" ] || fail "target ref: no $REF" ;;
+esac
+use_module() { # KO
+	rmmod dm_chj
+	insmod "$1"
+}
+
 table() { # TARGET: the dm table for it
 	case $1 in
 	linear) echo "0 $S linear $ORIGIN 0" ;;
@@ -99,6 +111,7 @@ table() { # TARGET: the dm table for it
 	chj64) echo "0 $S chj $META $ORIGIN 128" ;;
 	era) echo "0 $S era $META $ORIGIN 8" ;;
 	era64) echo "0 $S era $META $ORIGIN 128" ;;
+	ref) echo "0 $S chj $META $ORIGIN 8" ;;
 	*) fail "unknown target $1" ;;
 	esac
 }
@@ -150,6 +163,7 @@ log "backing $BACKING, $params"
 for rep in $(seq "$REPS"); do
 	for target in $TARGETS; do
 		dd if=/dev/zero of="$META" bs=1M count=8 oflag=direct status=none
+		[ "$target" != ref ] || use_module "$REF"
 		dm_create b "$(table "$target")" >/dev/null
 		file=fio/$(printf %03d $nfio)-$target-$rep.json
 		jobfile "$target" "$rep" >"$OUT/state/job.fio"
@@ -161,6 +175,7 @@ for rep in $(seq "$REPS"); do
 			printf '%s\t%s\t%s\t%s\tfio-json\t%s\n' "$seq_no" "$target" "$job" "$rep" "$file" >>"$OUT/manifest.tsv"
 		done
 		dmsetup remove b
+		[ "$target" != ref ] || use_module "$CHJ_KO"
 		log "rep $rep/$REPS $target done ($((SECONDS - start))s)"
 	done
 done
