@@ -30,11 +30,6 @@ iops() {	# QD
 		--eta=never | cut -d';' -f49
 }
 
-load() {	# MODULE
-	rmmod dm_chj
-	insmod "$1"
-}
-
 : >/tmp/results
 for rep in $(seq 24); do
 	for cfg in $cfgs; do
@@ -42,7 +37,7 @@ for rep in $(seq 24); do
 		case $cfg in
 		linear) dmsetup create b --table "0 $S linear /dev/ram1 0" ;;
 		*)
-			if [ "$cfg" = ref ]; then load "$REF"; else load "$CHJ_ROOT/dm-target/dm-chj.ko"; fi
+			if [ "$cfg" = ref ]; then use_module "$REF"; else use_module "$CHJ_KO"; fi
 			dmsetup create b --table "0 $S chj /dev/ram0 /dev/ram1 8"
 			dmsetup message b 0 mark_all
 			;;

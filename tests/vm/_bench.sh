@@ -94,15 +94,11 @@ params="reps=$REPS size_mib=$SIZE_MIB meta_mib=$META_MIB nios=$NIOS ckpt_s=$CKPT
 
 # Target "ref": dm-chj built from other sources (build/ref-dm-chj.ko, for
 # example format 1's, the inline path) on the same table as "chj"; the
-# module is swapped in for it and back after it.
+# module is swapped in for it and back after it (use_module, lib.sh).
 REF=$CHJ_ROOT/build/ref-dm-chj.ko
 case " $TARGETS " in
 *" ref "*) [ -f "$REF" ] || fail "target ref: no $REF" ;;
 esac
-use_module() { # KO
-	rmmod dm_chj
-	insmod "$1"
-}
 
 table() { # TARGET: the dm table for it
 	case $1 in

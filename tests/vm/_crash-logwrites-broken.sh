@@ -20,8 +20,7 @@ REAL=$CHJ_KO	# this tree's module for the kernel booted (vm-guest)
 # log-writes; leaves the log on /dev/ram1 and E set.
 run() {
 	local ko=$1 rs=$2 delay=$3
-	rmmod dm_chj
-	insmod "$ko"
+	use_module "$ko"
 	lw_up "$rs" "$delay"
 	dd if=/dev/urandom of=/dev/mapper/c bs=1M count=4 oflag=direct status=none
 	lw_mark

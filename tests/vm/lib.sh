@@ -64,6 +64,13 @@ dm_create() {
 	dm_node "$1"
 }
 
+# use_module KO: dm_chj replaced by the build in KO (a broken control, an
+# older commit's; $CHJ_KO is this tree's).  No dm-chj table may be loaded.
+use_module() {
+	rmmod dm_chj
+	insmod "$1"
+}
+
 # sectors DEV: size of a block device in 512-byte sectors.
 sectors() { blockdev --getsz "$1"; }
 

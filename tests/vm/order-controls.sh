@@ -19,11 +19,6 @@ BROKEN=$CHJ_ROOT/build/order-broken/$(uname -r)
 REAL=$CHJ_KO	# this tree's module for the kernel booted (vm-guest)
 TRACE=/tmp/order-trace.txt
 
-use_module() {
-	rmmod dm_chj
-	insmod "$1"
-}
-
 fio_c() {
 	local name=$1
 	shift
