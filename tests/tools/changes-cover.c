@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 struct range { uint64_t start, len; };
@@ -68,28 +69,63 @@ static int covered(uint64_t s, uint64_t n)
 	       ranges[lo].start + ranges[lo].len >= s + n;
 }
 
-static ssize_t read_full(int fd, char *buf, size_t n)
+/*
+ * Word by word, not memcmp: under TCG, glibc's vector memcmp (helpers for
+ * every AVX instruction) took longer than the reads.
+ */
+static int same(const char *x, const char *y, size_t n)
 {
-	size_t done = 0;
+	size_t i = 0;
 
-	while (done < n) {
-		ssize_t r = read(fd, buf + done, n - done);
+	for (; i + 8 <= n; i += 8) {
+		uint64_t u, v;
 
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			return -1;
-		if (r == 0)
-			break;
-		done += r;
+		memcpy(&u, x + i, 8);
+		memcpy(&v, y + i, 8);
+		if (u != v)
+			return 0;
 	}
-	return done;
+	for (; i < n; i++)
+		if (x[i] != y[i])
+			return 0;
+	return 1;
+}
+
+static uint64_t size_of(int fd, const char *path)
+{
+	off_t n = lseek(fd, 0, SEEK_END);	/* files and block devices alike */
+
+	if (n < 0) {
+		fprintf(stderr, "changes-cover: %s: %s\n", path, strerror(errno));
+		exit(2);
+	}
+	return n;
+}
+
+/*
+ * Bytes [pos, pos + n) of fd, mapped and read in (MAP_POPULATE): under TCG
+ * a read() copies byte by byte (rep movsb), and this is about three times
+ * faster.  The page cache behind it is the one read() uses.
+ */
+static const char *map_window(int fd, uint64_t pos, size_t n, void **base, size_t *len)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	uint64_t at = pos / page * page;
+
+	*len = n + (pos - at);
+	*base = mmap(NULL, *len, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, at);
+	if (*base == MAP_FAILED) {
+		perror("changes-cover: mmap");
+		exit(2);
+	}
+	return (const char *)*base + (pos - at);
 }
 
 int main(int argc, char **argv)
 {
 	uint64_t rs, region = 0, differ = 0, cov = 0, reported = 0, limit = UINT64_MAX;
-	char *a, *b, *end;
+	uint64_t sa, sb, total;
+	char *end;
 	size_t chunk;
 	int fa, fb;
 
@@ -106,43 +142,33 @@ int main(int argc, char **argv)
 	}
 	for (size_t i = 0; i < nranges; i++)
 		reported += ranges[i].len;
-	/* Read many regions per call: a read per 4 KiB region costs seconds under TCG. */
-	chunk = rs * 512 > (1 << 20) ? rs * 512 : (1 << 20) / (rs * 512) * (rs * 512);
-	a = malloc(chunk);
-	b = malloc(chunk);
-	if (!a || !b)
-		return 2;
-	for (uint64_t pos = 0;;) {	/* pos: bytes compared so far */
-		size_t want = chunk;
-		ssize_t na, nb;
-
-		if (limit != UINT64_MAX) {
-			if (pos >= limit * 512)
-				break;
-			if (limit * 512 - pos < want)
-				want = limit * 512 - pos;
-		}
-		na = read_full(fa, a, want);
-		nb = read_full(fb, b, want);
-		if (na < 0 || nb < 0) {
-			perror("changes-cover: read");
-			return 2;
-		}
-		if (limit != UINT64_MAX && ((size_t)na != want || (size_t)nb != want)) {
+	/* Many regions per window: one mapping per 4 KiB region would cost seconds. */
+	chunk = rs * 512 > (16 << 20) ? rs * 512 : (16 << 20) / (rs * 512) * (rs * 512);
+	sa = size_of(fa, argv[1]);
+	sb = size_of(fb, argv[2]);
+	if (limit != UINT64_MAX) {
+		if (sa < limit * 512 || sb < limit * 512) {
 			fprintf(stderr, "changes-cover: an image is shorter than %" PRIu64 " sectors\n",
 				limit);
 			return 2;
 		}
-		if (na != nb) {
-			fprintf(stderr, "changes-cover: images differ in size\n");
-			return 2;
-		}
-		if (!na)
-			break;
-		for (size_t off = 0; off < (size_t)na; off += rs * 512, region++) {
-			size_t n = (size_t)na - off < rs * 512 ? (size_t)na - off : rs * 512;
+		total = limit * 512;
+	} else if (sa != sb) {
+		fprintf(stderr, "changes-cover: images differ in size\n");
+		return 2;
+	} else {
+		total = sa;
+	}
+	for (uint64_t pos = 0; pos < total; pos += chunk) {	/* pos: bytes compared so far */
+		size_t na = total - pos < chunk ? total - pos : chunk, la, lb;
+		void *ba, *bb;
+		const char *a = map_window(fa, pos, na, &ba, &la);
+		const char *b = map_window(fb, pos, na, &bb, &lb);
 
-			if (!memcmp(a + off, b + off, n))
+		for (size_t off = 0; off < na; off += rs * 512, region++) {
+			size_t n = na - off < rs * 512 ? na - off : rs * 512;
+
+			if (same(a + off, b + off, n))
 				continue;
 			differ++;
 			if (covered(region * rs, n / 512))
@@ -151,7 +177,8 @@ int main(int argc, char **argv)
 				printf("MISSED region %" PRIu64 " (sectors %" PRIu64 "+%zu)\n",
 				       region, region * rs, n / 512);
 		}
-		pos += na;
+		munmap(ba, la);
+		munmap(bb, lb);
 	}
 	printf("differ %" PRIu64 " covered %" PRIu64 " reported %" PRIu64 " sectors\n",
 	       differ, cov, reported);
