@@ -6,9 +6,9 @@
 # directory has the kernel's symbols, which the first boot of a kernel
 # takes).
 # vm-expect: fail
-# vm-expect-output: timed out after 30s
+# vm-expect-output: timed out after 20s
 # vm-expect-output: hang: .* sleep 600
 # vm-expect-output: vm-cpu-dump: vCPU 0: kernel mode, RIP [0-9a-f]+
 # vm-mem: 1024
-# vm-timeout: 30
+# vm-timeout: 20
 sleep 600
