@@ -48,8 +48,12 @@ opts=
 mount $opts "$loop" "$mnt"
 
 # image NAME: a consistent image of the device (the "checkpoint").
+# sync -f (syncfs) here and below, not a global sync: this filesystem is
+# what must be on its device; a global sync also writes back whatever the
+# guests of the VM tests beside (make check) left dirty in the host's page
+# cache, and stalls them (docs/testing.md, "Time budget").
 image() {
-	sync
+	sync -f "$mnt"
 	fsfreeze -f "$mnt"
 	cp --sparse=always "$img" "$work/$1.img"
 	fsfreeze -u "$mnt"
@@ -118,7 +122,7 @@ check() {
 
 echo "--- populate"
 wl_populate "$mnt"
-sync
+sync -f "$mnt"
 # Read every file as the snapshot does: its atime updates are written now.
 find "$mnt" -xdev -type f -exec head -qc1 {} + >/dev/null
 # A last small change before the checkpoint, so that the populate is not
@@ -126,7 +130,7 @@ find "$mnt" -xdev -type f -exec head -qc1 {} + >/dev/null
 echo settle >"$mnt/.settle"
 # (btrfs: see extra_settle in tests/vm/resolve-btrfs.sh)
 [ "$fs" = btrfs ] && btrfs -q subvolume create "$mnt/settled" && echo s >"$mnt/settled/s"
-sync
+sync -f "$mnt"
 python3 "$TRUTH" snap "$mnt" "$work/before.json"
 image c1
 # A first run (no change) builds the name cache as the tree is now.
@@ -150,7 +154,7 @@ if [ -n "${HOST_WRAP_FILES:-}" ]; then
 	(cd "$mnt/wrap" && seq -f w%g "$HOST_WRAP_FILES" | xargs touch)
 	for ((i = 0; i < ${HOST_WRAP_ROUNDS:-40}; i++)); do
 		(cd "$mnt/wrap" && ls | xargs touch)
-		sync
+		sync -f "$mnt"
 	done
 	(cd "$mnt/wrap" && ls | sed -n 'p;n' | xargs rm)
 fi

@@ -39,7 +39,7 @@ state() { # state DEV FS
 
 round() { # round DIR
 	(cd "$1" && seq -f c%g 2000 | xargs touch)
-	sync
+	sync -f "$1"	# this filesystem's log, not every one on the machine
 }
 
 if [ "${1:-}" = --state ]; then
