@@ -36,6 +36,9 @@ START_S=$((FULL_S / 2))
 STEP_S=2048		# growth step: 1 MiB
 # Kept across resets: epoch E and origin length L, and the reset point.
 # $CHJ_OUT is a 9p share written straight to the host: no sync needed.
+# The state is appended to, one line per write(2), and the last line read
+# wins: rewriting it with > would truncate first, and a reset between the
+# truncation and the write (growth saves it under load) left it empty.
 STATE=$CHJ_OUT/state
 SCENARIOS=(checkpoints growth reloads burst)
 
@@ -56,7 +59,7 @@ up() {
 }
 
 save_state() {
-	echo "E=$E L=$L" >"$STATE"
+	echo "E=$E L=$L" >>"$STATE"
 }
 
 # load QD JOBS: random 4 KiB writes over the first L sectors of c, in the
@@ -82,11 +85,16 @@ grow_to() {
 if [ "$CHJ_BOOT" = 1 ]; then
 	log "boot 1: format, fill, first epoch"
 	L=$START_S
+	: >"$STATE"
 	up $L
 	head -c $((L * 512)) /dev/urandom | dd of=/dev/mapper/c bs=1M oflag=direct status=none
 else
+	E='' L=''
 	# shellcheck disable=SC1090
 	. "$STATE"
+	if [ -z "$E" ] || [ -z "$L" ]; then
+		fail "$STATE holds no epoch and length: '$(<"$STATE")'"
+	fi
 	up "$L"
 	read -ra status <<<"$(dmsetup status c)"
 	log "after reset $((CHJ_BOOT - 1)): epoch ${status[4]}, changes since $E must cover the copy's differences"
