@@ -11,6 +11,8 @@
 # WL_SMALL (default 2000) small files; WL_IMAGE_MB (default 256) image size;
 # WL_NEED_CLONE=1 fails unless the filesystem shares blocks (reflinks).
 WL_PY=$(dirname "${BASH_SOURCE[0]}")/workload.py
+# -S: no site module (standard library only), 0.07-0.1 s less per start
+# under TCG.
 
-wl_populate() { python3 "$WL_PY" populate "$1"; }
-wl_modify() { python3 "$WL_PY" modify "$1" "$2" "${3:-1}"; }
+wl_populate() { python3 -S "$WL_PY" populate "$1"; }
+wl_modify() { python3 -S "$WL_PY" modify "$1" "$2" "${3:-1}"; }

@@ -63,7 +63,7 @@ case $CHJ_BOOT in
 		echo settle >"$m/.settle"
 		[ "$fs" = btrfs ] && btrfs -q subvolume create "$m/settled"
 		sync
-		python3 "$TRUTH" snap "$m" "$CHJ_OUT/before.json"
+		python3 -S "$TRUTH" snap "$m" "$CHJ_OUT/before.json"
 		"$CHJ" checkpoint "c-$fs" >"$CHJ_OUT/epoch"
 		# The backup right after the checkpoint: the state store of
 		# this epoch's start.
