@@ -52,7 +52,6 @@ FICLONE = 0x40049409
 FICLONERANGE = 0x4020940d
 
 
-
 def syncfs(path):
     """syncfs(2) on the filesystem holding path: not a global sync, which
     on the host also writes back what the VM tests' guests left dirty."""
@@ -63,6 +62,7 @@ def syncfs(path):
             raise OSError(e, f"syncfs {path}")
     finally:
         os.close(fd)
+
 
 def clone_range(src, dst, src_off, length, dst_off):
     """FICLONERANGE; False where the filesystem cannot share blocks."""
