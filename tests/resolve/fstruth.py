@@ -51,7 +51,9 @@ ZERO = bytes(65536)
 
 def content_hash(path):
     """Hash of the content: 64 KiB blocks that are not all zeros, with their
-    index.  Holes are skipped (SEEK_DATA), and read the same as zeros."""
+    index.  Holes are skipped (SEEK_DATA), and read the same as zeros.
+    One hash object per file, fed each block whole: a hash object per block
+    (OpenSSL's constructor) was a sixth of a snapshot under TCG."""
     h = hashlib.sha256()
     fd = os.open(path, os.O_RDONLY)
     try:
@@ -70,15 +72,15 @@ def content_hash(path):
                     break
                 if b != ZERO[:len(b)]:
                     h.update(pos.to_bytes(8, "little"))
-                    h.update(hashlib.sha256(b).digest())
+                    h.update(len(b).to_bytes(4, "little"))
+                    h.update(b)
                 pos += 65536
     finally:
         os.close(fd)
     return h.hexdigest()
 
 
-def record(root, rel, st):
-    path = os.path.join(root, rel) if rel else root
+def record(path, rel, st):
     r = {
         "ino": st.st_ino, "mode": st.st_mode, "uid": st.st_uid,
         "gid": st.st_gid, "nlink": st.st_nlink, "mtime": st.st_mtime_ns,
@@ -113,21 +115,25 @@ def mount_points(root):
 
 
 def snap(root, out):
-    root = os.path.abspath(root)
+    root = os.path.abspath(root).rstrip("/") or "/"
     skip = mount_points(root)
     recs = {}
     recs[""] = record(root, "", os.lstat(root))
     stack = [""]
+    # Paths joined with "/" by hand: os.path.join was a fifth of a snapshot
+    # under TCG.  (root has no trailing "/", rel no leading one.)
+    top = root if root != "/" else ""
     while stack:
         d = stack.pop()
-        full = os.path.join(root, d) if d else root
+        full = top + "/" + d if d else root
         for name in os.listdir(os.fsencode(full)):
             name = os.fsdecode(name)
-            rel = os.path.join(d, name) if d else name
-            if os.path.join(root, rel) in skip:
+            rel = d + "/" + name if d else name
+            path = top + "/" + rel
+            if path in skip:
                 continue    # another filesystem mounted here
-            st = os.lstat(os.path.join(root, rel))
-            recs[rel] = record(root, rel, st)
+            st = os.lstat(path)
+            recs[rel] = record(path, rel, st)
             if stat.S_ISDIR(st.st_mode):
                 stack.append(rel)
     with open(out, "w") as f:

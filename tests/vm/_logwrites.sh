@@ -36,26 +36,30 @@ lw_mark() {
 }
 
 # lw_down: remove the stack (other devices over c first); the log ends.
-# Sets LW_LOG_SECTORS, about how much of /dev/ram1 the log uses.
+# Sets LW_LOG_SECTORS, about how much of /dev/ram1 the log uses: read once
+# chj is gone (its clean shutdown writes metadata too), short of the few
+# entries log-writes' thread has yet to write and its end mark, which
+# lw_save_log's margin holds.
 lw_down() {
 	local lws
-	lws=$(dmsetup status lw)
-	[[ $lws != *logging_disabled* ]] || fail "log-writes stopped logging (log device full?)"
-	# "0 LEN log-writes ENTRIES HIGHEST_SECTOR"; the end mark adds one.
-	LW_LOG_SECTORS=$(($(awk '{print $5}' <<<"$lws") + 16))
 	dmsetup remove c
 	if dmsetup info lwd >/dev/null 2>&1; then dmsetup remove lwd; fi
 	dmsetup remove lwm
 	dmsetup remove lwo
+	lws=$(dmsetup status lw)
+	[[ $lws != *logging_disabled* ]] || fail "log-writes stopped logging (log device full?)"
+	# "0 LEN log-writes ENTRIES HIGHEST_SECTOR"
+	LW_LOG_SECTORS=$(awk '{print $5}' <<<"$lws")
 	dmsetup remove lw
 }
 
-# lw_replay RS [lw-replay options...]: check the log since the mark.
+# lw_replay RS [lw-replay options...]: check the log (LW_LOG: /dev/ram1,
+# or a log saved with lw_save_log) since the mark.
 lw_replay() {
 	local rs=$1
 	shift
 	"$LW" --metadata-sectors "$LW_META_S" --device-sectors "$LW_DEV_S" --since "$E" \
-		--mark base --region-sectors "$rs" --chj "$CHJ" "$@" /dev/ram1
+		--mark base --region-sectors "$rs" --chj "$CHJ" "$@" "${LW_LOG:-/dev/ram1}"
 }
 
 # lw_expect_fail WHAT RS [options]: the checker must find a violation.
@@ -69,8 +73,10 @@ lw_expect_fail() {
 	log "$what: caught, as it must be"
 }
 
-# lw_save_log FILE: copy the log (for lw-replay on the host) to FILE.
+# lw_save_log FILE: copy the log (for lw-replay on the host) to FILE, with
+# 16 MiB more than lw_down saw in use (the end mark, entries still queued
+# then); sparse: past the log's end the fresh RAM disk holds zeros.
 lw_save_log() {
-	dd if=/dev/ram1 of="$1" bs=1M count=$((LW_LOG_SECTORS / 2048 + 1)) status=none
+	dd if=/dev/ram1 of="$1" bs=1M count=$((LW_LOG_SECTORS / 2048 + 16)) conv=sparse status=none
 	log "log saved: $1 (replay it on the host with tests/logwrites/lw-replay)"
 }
