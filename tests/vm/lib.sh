@@ -59,9 +59,11 @@ dm_node() {
 }
 
 # dm_create NAME TABLE: create a dm device and print its /dev/mapper path.
+# (With udev disabled libdevmapper makes the node itself: dm_node, one more
+# dmsetup at 65 ms under TCG, only for a node that is missing.)
 dm_create() {
 	dmsetup create "$1" --table "$2"
-	dm_node "$1"
+	if [ -b "/dev/mapper/$1" ]; then echo "/dev/mapper/$1"; else dm_node "$1"; fi
 }
 
 # use_module KO: dm_chj replaced by the build in KO (a broken control, an
