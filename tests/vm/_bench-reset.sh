@@ -50,20 +50,9 @@ STATE=$CHJ_OUT/state
 NRUNS=$((REPS * ${#WORKLOADS[@]}))
 [ "$(sectors $ORIG)" -ge $L ] || fail "$ORIG is smaller than $SIZE_MIB MiB"
 
-dmc() {
-	dmsetup create "$1" --table "$2"
-	[ -b "/dev/mapper/$1" ] || dm_node "$1" >/dev/null
-}
 up() {
-	dmc og "0 $L linear $ORIG 0"
-	dmc c "$(chj_table $META /dev/mapper/og 8 $L)"
-	C_STAT=/sys/dev/block/$(dmsetup info -c --noheadings -o major,minor --separator : c | tr -d ' ')/stat
-}
-# dm_writes: writes completed on /dev/mapper/c (after up).
-dm_writes() {
-	local s
-	read -ra s <"$C_STAT"
-	echo "${s[4]}"
+	dm_create og "0 $L linear $ORIG 0" >/dev/null
+	dm_create c "$(chj_table $META /dev/mapper/og 8 $L)" >/dev/null
 }
 
 if [ "$CHJ_BOOT" = 1 ]; then
@@ -161,13 +150,15 @@ seq | ext4)
 	# Wait for the first 20 writes to complete (fio takes a second or
 	# more to start under TCG).
 	for _ in $(seq 600); do
-		[ "$(dm_writes)" -lt 20 ] || break
+		dm_writes c
+		[ "$DM_WRITES" -lt 20 ] || break
 		sleep 0.1
 	done
-	[ "$(dm_writes)" -ge 20 ] || fail "$W: no writes after 60 s"
+	[ "$DM_WRITES" -ge 20 ] || fail "$W: no writes after 60 s"
 	;;
 esac
-WRITES=$(dm_writes)
+dm_writes c
+WRITES=$DM_WRITES
 echo "I=$I W=$W E=$E REP=$REP WRITES=$WRITES" >"$STATE"
 log "run $((I + 1))/$NRUNS: $W (rep $REP), epoch $E copied; reset $DELAY_MS ms after writes began"
 printf -v secs '%d.%03d' $((DELAY_MS / 1000)) $((DELAY_MS % 1000))

@@ -49,7 +49,7 @@ lw_down() {
 	lws=$(dmsetup status lw)
 	[[ $lws != *logging_disabled* ]] || fail "log-writes stopped logging (log device full?)"
 	# "0 LEN log-writes ENTRIES HIGHEST_SECTOR"
-	LW_LOG_SECTORS=$(awk '{print $5}' <<<"$lws")
+	read -r _ _ _ _ LW_LOG_SECTORS _ <<<"$lws"
 	dmsetup remove lw
 }
 

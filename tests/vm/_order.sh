@@ -25,11 +25,8 @@ ORDER_NAME='' ORDER_DEVS=''
 
 # _order_devs NAME: "CHJ META ORIGIN" as MAJ:MIN from the live table.
 _order_devs() {
-	local chj='' t n f
-	for f in /sys/block/dm-*/dm/name; do
-		read -r n <"$f" && [ "$n" = "$1" ] && read -r chj <"${f%/dm/name}/dev" && break
-	done
-	[ -n "$chj" ] || fail "no dm device $1"
+	local chj t
+	if ! dm_sysdir "$1" || ! read -r chj <"$DM_SYSDIR/dev"; then fail "no dm device $1"; fi
 	t=$(dmsetup table "$1") || fail "dmsetup table $1"
 	# 0 LEN chj META ORIGIN RS ...
 	read -r _ _ target meta origin _ <<<"$t"

@@ -101,10 +101,10 @@ fio_bg() {
 # writes_flowing: wait until fio's writes reach the origin (it starts slowly
 # under TCG): poll og's completed-write counter.
 writes_flowing() {
-	local stat w0
-	stat=/sys/block/$(dmsetup info -c --noheadings -o blkdevname og)/stat
-	w0=$(awk '{ print $5 }' "$stat")
-	until [ "$(awk '{ print $5 }' "$stat")" -gt $((w0 + 50)) ]; do sleep 0.05; done
+	local w0
+	dm_writes og
+	w0=$DM_WRITES
+	until dm_writes og; [ "$DM_WRITES" -gt $((w0 + 50)) ]; do sleep 0.05; done
 }
 
 # write_until_fail DEV OFFSET_KiB: 4 KiB O_DIRECT writes of distinct content,

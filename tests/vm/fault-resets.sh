@@ -43,19 +43,12 @@ STATE=$CHJ_OUT/state
 SCENARIOS=(checkpoints growth reloads burst)
 
 # Every process costs a tenth of a second or more under TCG: this test
-# starts few (libdevmapper makes the /dev/mapper nodes itself when udev is
-# disabled; dm_create's mknodes is kept for a node that is missing).
-
-# dmc NAME TABLE: create a dm device.
-dmc() {
-	dmsetup create "$1" --table "$2"
-	[ -b "/dev/mapper/$1" ] || dm_node "$1" >/dev/null
-}
+# starts few.
 
 # up LEN: origin og (LEN sectors of vdb) and chj device c over it.
 up() {
-	dmc og "0 $1 linear $ORIG 0"
-	dmc c "$(chj_table $META /dev/mapper/og 8 "$1")"
+	dm_create og "0 $1 linear $ORIG 0" >/dev/null
+	dm_create c "$(chj_table $META /dev/mapper/og 8 "$1")" >/dev/null
 }
 
 save_state() {

@@ -73,17 +73,40 @@ use_module() {
 	insmod "$1"
 }
 
+# dm_sysdir NAME: set DM_SYSDIR to the sysfs directory (/sys/block/dm-N) of
+# dm device NAME; false if there is none.  (No process, and none to read
+# its output: each costs 50 ms or more under TCG.)
+dm_sysdir() {
+	local f n
+	for f in /sys/block/dm-*/dm/name; do
+		if read -r n <"$f" && [ "$n" = "$1" ]; then
+			DM_SYSDIR=${f%/dm/name}
+			return 0
+		fi
+	done
+	return 1
+}
+
+# dm_writes NAME: set DM_WRITES to the number of writes dm device NAME has
+# completed (the fifth field of its sysfs stat); for polling until a
+# writer's I/O flows, without a process per poll.
+dm_writes() {
+	dm_sysdir "$1" || fail "no dm device $1"
+	# shellcheck disable=SC2034 # read by the caller
+	read -r _ _ _ _ DM_WRITES _ <"$DM_SYSDIR/stat"
+}
+
 # sectors DEV: size of a block device in 512-byte sectors, from sysfs (dm
 # devices by their name there): blockdev only for what sysfs does not
 # name so, as a process costs 50 ms or more under TCG.
 sectors() {
-	local d=$1 n f
+	local d=$1 n
 	case $d in
 	/dev/mapper/*)
-		for f in /sys/block/dm-*/dm/name; do
-			read -r n <"$f" && [ "$n" = "${d#/dev/mapper/}" ] && read -r n <"${f%/dm/name}/size" &&
-				{ echo "$n"; return 0; }
-		done ;;
+		if dm_sysdir "${d#/dev/mapper/}" && read -r n <"$DM_SYSDIR/size"; then
+			echo "$n"
+			return 0
+		fi ;;
 	/dev/*)
 		if [ -r "/sys/class/block/${d#/dev/}/size" ]; then
 			read -r n <"/sys/class/block/${d#/dev/}/size"

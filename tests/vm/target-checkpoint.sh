@@ -18,15 +18,15 @@ COVER=$CHJ_ROOT/tests/tools/changes-cover
 # begun to complete (fio takes about a second to start under TCG), so that
 # what follows really runs under load.
 run_fio() {
-	local stat w0
-	stat=/sys/block/$(dmsetup info -c --noheadings -o blkdevname t)/stat
-	w0=$(awk '{ print $5 }' "$stat")
+	local w0
+	dm_writes t
+	w0=$DM_WRITES
 	# shellcheck disable=SC2086
 	fio --name=rw --filename="$dev" --rw=randwrite --bs=4k --direct=1 \
 		--ioengine=libaio $FIO_LOAD --numjobs=2 --time_based --runtime="$1" \
 		--randseed="$2" --eta=never --output=/dev/null &
 	fio_pid=$!
-	until [ "$(awk '{ print $5 }' "$stat")" -gt $((w0 + 20)) ]; do
+	until dm_writes t; [ "$DM_WRITES" -gt $((w0 + 20)) ]; do
 		kill -0 $fio_pid 2>/dev/null || fail "fio stopped before writing"
 		sleep 0.05
 	done
