@@ -17,6 +17,9 @@ ORDER_T=/sys/kernel/tracing
 ORDER_CHECK=$CHJ_ROOT/tests/order/order-check
 ORDER_BUF_KB=${ORDER_BUF_KB:-65536}
 ORDER_EVENTS="block_bio_queue block_bio_complete block_rq_issue block_rq_complete"
+# What a test using these helpers puts in its header, so that the kernel
+# turns the events on while it boots (order_start, below):
+#   vm-append: trace_event=block:block_bio_queue,block:block_bio_complete,block:block_rq_issue,block:block_rq_complete
 
 # Every process costs 50-65 ms under TCG (a dmsetup, a grep): these helpers
 # read sysfs with bash's own read where they can, and order_start keeps the
@@ -49,15 +52,20 @@ order_start() {
 	for d in "${devs[@]}"; do
 		filter="${filter:+$filter || }dev == $(_order_kdev "$d")"
 	done
-	# The events are enabled once per boot and stay on (order_stop turns
-	# tracing off, which records nothing, and leaves them): enabling or
-	# disabling one patches kernel text (static keys and calls, through
-	# text_poke_bp, which waits for every CPU to answer an IPI), and under
-	# multi-threaded TCG that has left a guest with one vCPU spinning in
-	# smp_call_function_many_cond (text_poke_bp_batch, from enabling
-	# block_bio_queue) and the other at a jump-label NOP with interrupts
-	# off, for good (CI, order-controls, 2026-12-06; vm-cpu-dump).  A
-	# filter is data: rewritten for every trace.
+	# The events are on from boot (ORDER_BOOT_EVENTS, the tests' vm-append
+	# header) and stay on (order_stop turns tracing off, which records
+	# nothing, and leaves them): enabling or disabling one patches kernel
+	# text (static keys and calls, through text_poke_bp, which waits for
+	# every CPU to answer an IPI), and under multi-threaded TCG that has
+	# left a guest with one vCPU spinning in smp_call_function_many_cond
+	# (text_poke_bp_batch, from enabling block_bio_queue) and the other at
+	# a jump-label NOP with interrupts off, for good (CI, order-controls,
+	# 2026-12-06; vm-cpu-dump), and once an Oops on a stray int3 in
+	# __schedule (the first event enabled also starts recording task
+	# names, a probe on sched_switch; 6.12, 2026-12-06).  At boot the
+	# kernel enables them before it starts the second CPU.  Enabled here
+	# only for a test without the header.  A filter is data: rewritten for
+	# every trace.
 	for e in $ORDER_EVENTS; do
 		echo "$filter" >"$ORDER_T/events/block/$e/filter"
 		read -r on <"$ORDER_T/events/block/$e/enable"

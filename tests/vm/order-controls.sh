@@ -7,6 +7,8 @@
 # not durable) must each fail tests/order/order-check, and this tree's
 # module must pass the same setup and workload.
 # vm-disks: 64M
+# The block events on from boot (tests/vm/_order.sh, order_start):
+# vm-append: trace_event=block:block_bio_queue,block:block_bio_complete,block:block_rq_issue,block:block_rq_complete
 # vm-timeout: 600
 # shellcheck source=tests/vm/lib.sh disable=SC1091
 . "$CHJ_ROOT/tests/vm/lib.sh"

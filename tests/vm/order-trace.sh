@@ -7,6 +7,8 @@
 # workloads, metadata on brd, dm-delay over brd and a file-backed virtio
 # disk (a volatile write cache: real FUA and flushes).
 # vm-disks: 64M 256M
+# The block events on from boot (tests/vm/_order.sh, order_start):
+# vm-append: trace_event=block:block_bio_queue,block:block_bio_complete,block:block_rq_issue,block:block_rq_complete
 # vm-timeout: 900
 # vm-mem: 3072
 # shellcheck source=tests/vm/lib.sh disable=SC1091
