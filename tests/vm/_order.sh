@@ -52,8 +52,8 @@ order_start() {
 	for d in "${devs[@]}"; do
 		filter="${filter:+$filter || }dev == $(_order_kdev "$d")"
 	done
-	# The events are on from boot (ORDER_BOOT_EVENTS, the tests' vm-append
-	# header) and stay on (order_stop turns tracing off, which records
+	# The events are on from boot (the tests' vm-append header, shown by
+	# ORDER_EVENTS above) and stay on (order_stop turns tracing off, which records
 	# nothing, and leaves them): enabling or disabling one patches kernel
 	# text (static keys and calls, through text_poke_bp, which waits for
 	# every CPU to answer an IPI), and under multi-threaded TCG that has
