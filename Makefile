@@ -5,9 +5,12 @@ SBINDIR ?= $(PREFIX)/sbin
 MANDIR  ?= $(PREFIX)/share/man
 SYSTEMD_GENERATOR_DIR ?= /usr/lib/systemd/system-generators
 
-# Kernel to build dm-chj for: scripts/kernel-version, the newest installed
-# Debian 12 6.1 kernel (explicit: installing 6.12 does not change it).
-# Override with KVER= or KDIR=.
+# Kernel to build dm-chj for: scripts/kernel-version, this release's own
+# kernel (the one linux-headers-amd64 depends on: 6.1 on Debian 12, 6.12 on
+# Debian 13; installing another does not change it).  Override with KVER=
+# or KDIR=.  A kernel of a newer release lives in a kernel root, a chroot of
+# that release (scripts/kroot): its module is built in there (KRUN), with
+# that release's compiler and kbuild, KDIR being the path inside it.
 ifeq ($(origin KDIR),undefined)
   ifeq ($(origin KVER),undefined)
     KVER := $(shell scripts/kernel-version)
@@ -18,12 +21,19 @@ else
     KVER := $(shell $(MAKE) -s -C $(KDIR) kernelrelease 2>/dev/null)
   endif
 endif
-# The second kernel make check tests (Debian 12's 6.12; KVER2= for none).
+KROOT := $(if $(KVER),$(shell scripts/kroot root $(KVER)))
+KRUN := $(if $(filter-out /,$(KROOT)),scripts/kroot run $(KROOT))
+# The second kernel make check tests (6.12 on Debian 12; KVER2= for none)
+# and the newest Debian kernel, in a kernel root (trixie-backports' today;
+# make deps discovers and prepares it; KVER3= for none).
 ifeq ($(origin KVER2),undefined)
-  KVER2 := $(shell scripts/kernel-version 6.12)
+  KVER2 := $(shell scripts/kernel-version --second)
 endif
-export KVER KDIR KVER2
-TEST_KVERS := $(KVER) $(filter-out $(KVER),$(KVER2))
+ifeq ($(origin KVER3),undefined)
+  KVER3 := $(shell scripts/kernel-version --newest)
+endif
+export KVER KDIR KVER2 KVER3
+TEST_KVERS := $(KVER) $(filter-out $(KVER),$(KVER2)) $(filter-out $(KVER) $(KVER2),$(KVER3))
 
 .PHONY: all module modules sparse-all check-build check-long userspace tests deps check check-unit check-vm check-sanitize \
 	install clean demo help checkpatch sparse dkms-modules bench bench-tools check-host check-uapi
@@ -34,7 +44,7 @@ help:
 	@echo 'make              build dm-chj.ko and the userspace tools'
 	@echo 'make deps         install build and test packages with apt-get'
 	@echo 'make check        checkpatch, sparse, unit tests, host tests, then every VM test; ends "N passed, N failed"'
-	@echo 'make check-long   make check with every VM test on both kernels (6.1 and 6.12)'
+	@echo 'make check-long   make check with every VM test on every kernel'
 	@echo 'make check-unit   both tools' unit tests (plain, ASan+UBSan, valgrind), generator test, short libFuzzer runs'
 	@echo 'make check-uapi   the userspace built against other UAPI headers (6.12, bookworm as released)'
 	@echo 'make check-host   chj-resolve against ground truth on loop devices (root)'
@@ -45,7 +55,8 @@ help:
 	@echo 'make sparse       sparse on dm-target/ (make C=2)'
 	@echo 'make install DESTDIR=... PREFIX=/usr'
 	@echo 'KVER=... or KDIR=... choose the kernel the module is built for (and VM tests boot)'
-	@echo 'KVER2=...         the second kernel make check tests (default: the newest 6.12)'
+	@echo 'KVER2=...         the second kernel make check tests (default: the newest of another series, 6.12 on Debian 12)'
+	@echo 'KVER3=...         the newest Debian kernel make check tests (default: scripts/kroot newest; KVER_NEWEST= pins it in make deps)'
 
 # Each kernel's module is built in its own directory, build/module/KVER/
 # (symbolic links to dm-target/ and include/; kbuild writes its objects
@@ -63,11 +74,11 @@ define kbuild_tree
 endef
 
 module:
-	@if [ -z "$(KVER)" ] || [ ! -d "$(KDIR)" ]; then \
+	@if [ -z "$(KVER)" ] || [ ! -d "$(filter-out /,$(KROOT))$(KDIR)" ]; then \
 		echo "chj: no kernel build tree found (install linux-headers-amd64, or set KDIR=)" >&2; exit 1; fi
-	@echo "  MODULE  dm-chj for $(KVER) ($(KDIR)) in build/module/$(KVER)"
+	@echo "  MODULE  dm-chj for $(KVER) ($(filter-out /,$(KROOT))$(KDIR)) in build/module/$(KVER)"
 	$(kbuild_tree)
-	$(MAKE) -C $(KDIR) M=$(MODDIR)/dm-target modules
+	$(KRUN) $(MAKE) -C $(KDIR) M=$(MODDIR)/dm-target KCFLAGS=-Werror modules
 	@if [ "$(KVER)" = "$(DEFAULT_KVER)" ]; then cp $(MODDIR)/dm-target/dm-chj.ko dm-target/dm-chj.ko; fi
 
 # The module (and sparse) for every kernel make check tests.
@@ -134,7 +145,7 @@ checkpatch:
 sparse:
 	@mkdir -p build
 	$(kbuild_tree)
-	@$(MAKE) -C $(KDIR) M=$(MODDIR)/dm-target C=2 modules >build/sparse-$(KVER).log 2>&1 || \
+	@$(KRUN) $(MAKE) -C $(KDIR) M=$(MODDIR)/dm-target C=2 modules >build/sparse-$(KVER).log 2>&1 || \
 		{ cat build/sparse-$(KVER).log; exit 1; }
 	@if grep -E '(warning|error):' build/sparse-$(KVER).log; then echo "sparse ($(KVER)): not clean" >&2; exit 1; fi
 	@echo "sparse ($(KVER)): clean"

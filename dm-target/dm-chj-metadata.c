@@ -24,6 +24,7 @@
 #include <linux/uuid.h>
 #include <linux/vmalloc.h>
 
+#include "dm-chj-compat.h"
 #include "dm-chj-metadata.h"
 
 #define DM_MSG_PREFIX "chj"
@@ -1100,7 +1101,7 @@ void chj_md_close(struct chj_metadata *md)
 
 static struct chj_metadata *md_alloc(struct block_device *bdev)
 {
-	struct chj_metadata *md = kvzalloc(sizeof(*md), GFP_KERNEL);
+	struct chj_metadata *md = kvzalloc_obj(*md);
 	unsigned int i;
 
 	if (!md)
@@ -1181,7 +1182,7 @@ struct chj_metadata *chj_md_open(struct block_device *bdev, u64 origin_sectors,
 				 bool mark_all, char **error)
 {
 	struct chj_metadata *md = md_alloc(bdev);
-	struct chj_intent *in = kzalloc(sizeof(*in), GFP_KERNEL);
+	struct chj_intent *in = kzalloc_obj(*in);
 	struct chj_superblock sb;
 	int r;
 

@@ -717,7 +717,7 @@ static void chj_dtr(struct dm_target *ti)
  */
 static int chj_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 {
-	struct chj_target *c = kzalloc(sizeof(*c), GFP_KERNEL);
+	struct chj_target *c = kzalloc_obj(*c);
 	int r;
 
 	if (!c) {
@@ -733,7 +733,7 @@ static int chj_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 	INIT_DELAYED_WORK(&c->cleaner, do_clean);
 	init_waitqueue_head(&c->drain_wq);
 	c->suspended = true;
-	c->failed_rec = kzalloc(sizeof(*c->failed_rec), GFP_KERNEL);
+	c->failed_rec = kzalloc_obj(*c->failed_rec);
 	if (!c->failed_rec) {
 		ti->error = "Cannot allocate target";
 		r = -ENOMEM;
