@@ -32,6 +32,18 @@
  * Before (6.1): the same allocation spelt out, one-argument form only
  * (GFP_KERNEL), the only one dm-chj uses; untyped (void *), as kzalloc is.
  */
+/*
+ * 6.17 added WQ_PERCPU (Debian's 6.12.118 has it from the stable series),
+ * to be said where a workqueue must stay per-CPU before unbound becomes
+ * the default, and 7.x's alloc_workqueue() warns about a workqueue with
+ * neither WQ_PERCPU nor WQ_UNBOUND.  dm-chj's worker stays per-CPU, as it
+ * has always been.  Before (6.1): per-CPU was the default, the flag 0.
+ * An enum constant: the Kbuild file greps the header (CHJ_HAVE_WQ_PERCPU).
+ */
+#ifndef CHJ_HAVE_WQ_PERCPU
+#define WQ_PERCPU 0
+#endif
+
 #ifndef kzalloc_obj
 #define kzalloc_obj(p) kzalloc(sizeof(p), GFP_KERNEL)
 #endif

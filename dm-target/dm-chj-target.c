@@ -745,7 +745,7 @@ static int chj_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 		r = check_metadata(ti, c);
 	if (r)
 		goto bad;
-	c->wq = alloc_workqueue("dm-" DM_MSG_PREFIX, WQ_MEM_RECLAIM, 0);
+	c->wq = alloc_workqueue("dm-" DM_MSG_PREFIX, WQ_MEM_RECLAIM | WQ_PERCPU, 0);
 	if (!c->wq) {
 		ti->error = "Cannot allocate workqueue";
 		r = -ENOMEM;
