@@ -226,6 +226,7 @@ static int export_start(struct opts *o, const struct tmp *t, const sigset_t *old
 	char *argv[32];
 	int argc = 0, status, n;
 	mode_t mask;
+	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t sa;
 	pid_t pid;
 	FILE *f;
@@ -267,10 +268,19 @@ static int export_start(struct opts *o, const struct tmp *t, const sigset_t *old
 	posix_spawnattr_init(&sa);
 	posix_spawnattr_setsigmask(&sa, old);
 	posix_spawnattr_setflags(&sa, POSIX_SPAWN_SETSIGMASK);
+	/*
+	 * The server's stdin and stdout are /dev/null: the URI is ours to
+	 * print, and a --fork server holding our stdout would keep
+	 * uri=$(chj export --fork ...) waiting for its end.
+	 */
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+	posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
 	/* qemu-nbd binds the socket: 0600 whatever the caller's umask */
 	mask = umask(0177);
-	n = posix_spawnp(&pid, prog, NULL, &sa, argv, environ);
+	n = posix_spawnp(&pid, prog, &fa, &sa, argv, environ);
 	umask(mask);
+	posix_spawn_file_actions_destroy(&fa);
 	posix_spawnattr_destroy(&sa);
 	if (n)
 		return export_fail(prog, strerror(n));
