@@ -163,9 +163,9 @@ case $CHJ_BOOT in
 	cp -a /usr/share/doc/bash /usr/share/doc/e2fsprogs /tmp/m/
 	head -c 2M /dev/urandom >/tmp/m/blob
 	umount /tmp/m
-	TLS_EXPORT=(--socket $SOCK --socket-group 12345 --tls-psk $PKI/psk/keys.psk)
+	TLS_EXPORT=(--socket "$SOCK" --socket-group 12345 --tls-psk "$PKI/psk/keys.psk")
 	TLS_URI="s|//|//backup1@|; s|\$|\&tls-psk-file=$PKI/psk/keys.psk|"
-	TLS_BACKUP=(--tls-psk-file $PKI/psk/keys.psk --tls-username backup1)
+	TLS_BACKUP=(--tls-psk-file "$PKI/psk/keys.psk" --tls-username backup1)
 	TLS_CHECKS=psk_checks
 	backup "" "$e2"
 	TLS_EXPORT=() TLS_URI="" TLS_BACKUP=() TLS_CHECKS=""
@@ -209,9 +209,9 @@ case $CHJ_BOOT in
 	ip link add d0 type dummy
 	ip addr add $NET/24 dev d0
 	ip link set d0 up
-	TLS_EXPORT=(--tcp $NET:10810 --tls-creds $PKI/server --tls-authz O=chj,CN=backup1)
+	TLS_EXPORT=(--tcp "$NET:10810" --tls-creds "$PKI/server" --tls-authz "O=chj,CN=backup1")
 	TLS_URI="s|\$|?tls-certificates=$PKI/backup1|"
-	TLS_BACKUP=(--tls-certificates $PKI/backup1)
+	TLS_BACKUP=(--tls-certificates "$PKI/backup1")
 	TLS_CHECKS=x509_checks
 	backup "" "$e3"
 	TLS_EXPORT=() TLS_URI="" TLS_BACKUP=() TLS_CHECKS=""
