@@ -117,7 +117,8 @@ const struct chj_cmd chj_cmds[] = {
 	  "\n"
 	  "Exit status 3, a full backup is needed (nothing is served): as for chj\n"
 	  "changes, EPOCH is not retained, newer than the current one, or the map\n"
-	  "is damaged.\n",
+	  "is damaged.  Exit status 2, a usage error (\"chj: export: WHY\"): also\n"
+	  "plain TCP beyond loopback, and TLS options that do not go together.\n",
 	  EXIT_USAGE },
 	{ "metadata-size", cmd_metadata_size,
 	  "--origin-size SIZE [--region-size SIZE] [--epochs N] [--changed PERCENT] [-n]",
