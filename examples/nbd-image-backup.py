@@ -1,10 +1,16 @@
 #!/usr/bin/python3
 """Incremental image backup over NBD, as hypervisor backup tools do it.
 
-    nbd-image-backup.py [--full] [--bitmap NAME] URI BACKUP
+    nbd-image-backup.py [--full] [--bitmap NAME] [TLS options] URI BACKUP
 
 URI is an NBD export with a dirty bitmap, such as the one `chj export`
-prints (nbd+unix:///?socket=PATH, nbd://HOST:PORT/).  An incremental run
+prints (nbd+unix:///?socket=PATH, nbd://HOST:PORT/; nbds://HOST:PORT/ and
+nbds+unix:// with TLS).  TLS, which an nbds URI requires:
+    --tls-certificates DIR   x509: DIR holds ca-cert.pem, client-cert.pem
+                             and client-key.pem (libnbd set_tls_certificates)
+    --tls-psk-file FILE      PSK: FILE holds USERNAME:HEXKEY lines
+    --tls-username USER      the PSK identity (default: the URI's user@,
+                             else the login name)  An incremental run
 asks the server for the extents of the metadata context
 qemu:dirty-bitmap:NAME (NBD_CMD_BLOCK_STATUS) and preads only the dirty
 ones into the existing BACKUP image, at the same offsets; everything else
@@ -69,14 +75,28 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--full", action="store_true", help="copy everything")
     ap.add_argument("--bitmap", default="chj", help="bitmap name (default chj)")
+    ap.add_argument("--tls-certificates", metavar="DIR", help="x509 client credentials")
+    ap.add_argument("--tls-psk-file", metavar="FILE", help="PSK keys file")
+    ap.add_argument("--tls-username", metavar="USER", help="PSK identity")
     ap.add_argument("uri")
     ap.add_argument("backup")
     a = ap.parse_args()
+    tls = a.tls_certificates or a.tls_psk_file or a.tls_username
+    if tls and not a.uri.startswith("nbds"):
+        ap.error(f"{a.uri}: TLS options need an nbds:// or nbds+unix:// URI")
+    if a.tls_certificates and a.tls_psk_file:
+        ap.error("give one of --tls-certificates and --tls-psk-file")
 
     full = a.full or not os.path.exists(a.backup)
     ctx = "base:allocation" if full else "qemu:dirty-bitmap:" + a.bitmap
     h = nbd.NBD()
     h.add_meta_context(ctx)
+    if a.tls_certificates:
+        h.set_tls_certificates(a.tls_certificates)
+    if a.tls_psk_file:
+        h.set_tls_psk_file(a.tls_psk_file)
+    if a.tls_username:
+        h.set_tls_username(a.tls_username)
     h.connect_uri(a.uri)
     if not h.can_meta_context(ctx):
         sys.exit(f"nbd-image-backup: {a.uri}: the server offers no {ctx}")

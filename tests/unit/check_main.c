@@ -19,6 +19,7 @@ int main(void)
 	srunner_add_suite(sr, suite_cli());
 	srunner_add_suite(sr, suite_benchstats());
 	srunner_add_suite(sr, suite_qcow2());
+	srunner_add_suite(sr, suite_export_access());
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);

@@ -13,4 +13,5 @@ Suite *suite_dmparse(void);
 Suite *suite_cli(void);
 Suite *suite_benchstats(void);
 Suite *suite_qcow2(void);
+Suite *suite_export_access(void);
 #endif

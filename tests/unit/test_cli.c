@@ -10,14 +10,15 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "cli_run.h"
 #include "suites.h"
 #include "testimg.h"
 
-static char out[65536], err[8192];
+char out[65536], err[8192];
 static char img[64];
 
 /* Run chj with the given words; stdout and stderr land in out and err. */
-static int chj(const char *first, ...)
+int chj(const char *first, ...)
 {
 	char *argv[32] = { "chj" };
 	int argc = 1, rc, so, se, fo, fe;

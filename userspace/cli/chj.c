@@ -76,7 +76,7 @@ const struct chj_cmd chj_cmds[] = {
 	  "bitmap block is damaged (the map cannot be trusted; see chj check).\n",
 	  EXIT_USAGE },
 	{ "export", cmd_export,
-	  "--since EPOCH --snapshot DEV (NAME | --metadata METADATA_DEV) (--socket PATH | --tcp HOST:PORT) [--bitmap NAME] [--granularity SIZE] [--export-name NAME] [--once] [--fork] [--pid-file FILE] [--tmpdir DIR]",
+	  "--since EPOCH --snapshot DEV (NAME | --metadata METADATA_DEV) (--socket PATH [--socket-group GROUP] | --tcp HOST:PORT) [--tls-creds DIR [--tls-authz DN]... | --tls-psk FILE | --insecure-plain] [--bitmap NAME] [--granularity SIZE] [--export-name NAME] [--once] [--fork] [--pid-file FILE] [--tmpdir DIR]",
 	  "serve a snapshot over NBD with the changes as a dirty bitmap",
 	  "Serve DEV, a snapshot of the origin taken after chj checkpoint, read-only\n"
 	  "over NBD through qemu-nbd, with the ranges changed since EPOCH (as chj\n"
@@ -87,11 +87,25 @@ const struct chj_cmd chj_cmds[] = {
 	  "epoch printed before the previous backup.  The URI is printed once the\n"
 	  "server listens; it runs until SIGINT/SIGTERM (or the client leaves,\n"
 	  "with --once).  The origin and the metadata are never written; the\n"
-	  "bitmap's qcow2 wrapper is removed before serving starts.\n"
+	  "bitmap's qcow2 wrapper is removed before serving starts.  With TLS the\n"
+	  "URI is nbds:// (nbds+unix://).\n"
 	  "\n"
 	  "  --snapshot DEV        what to serve: same size as the origin\n"
-	  "  --socket PATH         Unix socket (must not exist); or\n"
-	  "  --tcp HOST:PORT       TCP, no TLS (HOST empty: every address)\n"
+	  "  --socket PATH         Unix socket (must not exist), mode 0600: only its\n"
+	  "                        owner connects, whatever the umask; or\n"
+	  "  --socket-group GROUP  ... mode 0660, group GROUP: its members too\n"
+	  "  --tcp HOST:PORT       TCP (HOST empty: every address); without TLS only\n"
+	  "                        on a loopback address, unless --insecure-plain\n"
+	  "  --tls-creds DIR       TLS with x509: DIR has ca-cert.pem, server-cert.pem,\n"
+	  "                        server-key.pem (qemu's tls-creds-x509); clients\n"
+	  "                        need a certificate signed by that CA\n"
+	  "  --tls-authz DN        with --tls-creds: only a client certificate whose\n"
+	  "                        subject is DN (repeat for more; certificate order,\n"
+	  "                        as openssl x509 -subject -nameopt sep_comma_plus)\n"
+	  "  --tls-psk FILE        TLS with pre-shared keys: FILE, named keys.psk,\n"
+	  "                        has USER:HEXKEY lines (qemu's tls-creds-psk)\n"
+	  "  --insecure-plain      allow plain TCP beyond loopback: anyone who reaches\n"
+	  "                        the port reads the whole snapshot\n"
 	  "  --bitmap NAME         bitmap name (default chj)\n"
 	  "  --granularity SIZE    a power of two >= the region size (the default);\n"
 	  "                        changed ranges are rounded outward to it\n"
@@ -103,7 +117,8 @@ const struct chj_cmd chj_cmds[] = {
 	  "\n"
 	  "Exit status 3, a full backup is needed (nothing is served): as for chj\n"
 	  "changes, EPOCH is not retained, newer than the current one, or the map\n"
-	  "is damaged.\n",
+	  "is damaged.  Exit status 2, a usage error (\"chj: export: WHY\"): also\n"
+	  "plain TCP beyond loopback, and TLS options that do not go together.\n",
 	  EXIT_USAGE },
 	{ "metadata-size", cmd_metadata_size,
 	  "--origin-size SIZE [--region-size SIZE] [--epochs N] [--changed PERCENT] [-n]",

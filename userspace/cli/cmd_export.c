@@ -20,14 +20,16 @@
 
 #include "chj_qcow2.h"
 #include "cli.h"
+#include "export_net.h"
 
 extern char **environ;
 
 struct opts {
 	uint64_t since, gran;
 	int have_since, once, fork;
-	const char *name, *metadata, *snapshot, *socket, *tcp, *bitmap;
+	const char *name, *metadata, *snapshot, *bitmap;
 	const char *export_name, *tmpdir, *pid_file;
+	struct export_net net;	/* --socket/--tcp, TLS, who may connect */
 };
 
 static int export_args(const struct chj_cmd *c, int argc, char **argv, struct opts *o)
@@ -45,10 +47,15 @@ static int export_args(const struct chj_cmd *c, int argc, char **argv, struct op
 		{ "pid-file", required_argument, NULL, 'p' },
 		{ "once", no_argument, NULL, 'o' },
 		{ "fork", no_argument, NULL, 'f' },
+		{ "tls-creds", required_argument, NULL, 'C' },
+		{ "tls-psk", required_argument, NULL, 'P' },
+		{ "tls-authz", required_argument, NULL, 'A' },
+		{ "insecure-plain", no_argument, NULL, 'I' },
+		{ "socket-group", required_argument, NULL, 'G' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
-	int opt;
+	int opt, rc;
 
 	while ((opt = cli_getopt(c, argc, argv, "h", lo)) != -1) {
 		switch (opt) {
@@ -59,8 +66,18 @@ static int export_args(const struct chj_cmd *c, int argc, char **argv, struct op
 			break;
 		case 'S': o->snapshot = optarg; break;
 		case 'm': o->metadata = optarg; break;
-		case 'k': o->socket = optarg; break;
-		case 't': o->tcp = optarg; break;
+		case 'k': o->net.socket = optarg; break;
+		case 't': o->net.tcp = optarg; break;
+		case 'C': o->net.tls_creds = optarg; break;
+		case 'P': o->net.tls_psk = optarg; break;
+		case 'A':
+			if (!*optarg || o->net.n_authz == EXPORT_MAX_AUTHZ)
+				return cli_usage(c, "--tls-authz: %s", *optarg ? "at most 64 names" :
+						 "an empty name");
+			o->net.authz[o->net.n_authz++] = optarg;
+			break;
+		case 'I': o->net.insecure_plain = 1; break;
+		case 'G': o->net.socket_group = optarg; break;
 		case 'B': o->bitmap = optarg; break;
 		case 'x': o->export_name = optarg; break;
 		case 'g':
@@ -81,10 +98,6 @@ static int export_args(const struct chj_cmd *c, int argc, char **argv, struct op
 		return cli_usage(c, "--since EPOCH is required");
 	if (!o->snapshot)
 		return cli_usage(c, "--snapshot DEV is required");
-	if (!o->socket == !o->tcp)
-		return cli_usage(c, "give one of --socket PATH and --tcp HOST:PORT");
-	if (o->tcp && (!strrchr(o->tcp, ':') || !strrchr(o->tcp, ':')[1]))
-		return cli_usage(c, "--tcp %s: not HOST:PORT", o->tcp);
 	if (!o->bitmap)
 		o->bitmap = "chj";
 	for (const char *p = o->bitmap; *p; p++)
@@ -94,7 +107,8 @@ static int export_args(const struct chj_cmd *c, int argc, char **argv, struct op
 		return cli_usage(c, "--bitmap: 1 to %d characters", CHJ_QCOW2_MAX_NAME);
 	if (!o->export_name)
 		o->export_name = "";
-	return cli_source(c, argc, argv, o->metadata, &o->name);
+	rc = cli_source(c, argc, argv, o->metadata, &o->name);
+	return rc ? rc : export_net_check(c, &o->net);
 }
 
 /* The temporary directory, the qcow2 wrapper and qemu-nbd's pid file. */
@@ -203,14 +217,16 @@ static int build(const struct opts *o, const struct chj_changes *ch, unsigned gr
 }
 
 /* Start qemu-nbd --fork and wait until it serves; *server is its pid. */
-static int export_start(const struct opts *o, const struct tmp *t, const sigset_t *old,
+static int export_start(struct opts *o, const struct tmp *t, const sigset_t *old,
 		 pid_t *server)
 {
 	const char *prog = getenv("CHJ_QEMU_NBD");
 	char a_bitmap[CHJ_QCOW2_MAX_NAME + 16], a_pid[PATH_MAX + 16], a_x[1024];
 	char host[256] = "", port[32] = "", a_b[300], a_p[48], a_k[PATH_MAX + 16];
-	char *argv[24];
+	char *argv[32];
 	int argc = 0, status, n;
+	mode_t mask;
+	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t sa;
 	pid_t pid;
 	FILE *f;
@@ -231,18 +247,14 @@ static int export_start(const struct opts *o, const struct tmp *t, const sigset_
 	argv[argc++] = a_x;
 	if (!o->once)
 		argv[argc++] = "--persistent";
-	if (o->socket) {
-		snprintf(a_k, sizeof(a_k), "--socket=%s", o->socket);
+	if (export_net_objects(&o->net, argv, &argc))
+		return EXIT_ERROR;
+	if (o->net.socket) {
+		snprintf(a_k, sizeof(a_k), "--socket=%s", o->net.socket);
 		argv[argc++] = a_k;
 	} else {
-		const char *colon = strrchr(o->tcp, ':');
-
-		n = colon - o->tcp;
-		if (n > 1 && o->tcp[0] == '[' && o->tcp[n - 1] == ']')
-			snprintf(host, sizeof(host), "%.*s", n - 2, o->tcp + 1);
-		else
-			snprintf(host, sizeof(host), "%.*s", n, o->tcp);
-		snprintf(port, sizeof(port), "%s", colon + 1);
+		/* checked by export_net_check */
+		export_split_tcp(o->net.tcp, host, sizeof(host), port, sizeof(port));
 		snprintf(a_b, sizeof(a_b), "--bind=%s", host);
 		snprintf(a_p, sizeof(a_p), "--port=%s", port);
 		if (host[0])
@@ -256,7 +268,19 @@ static int export_start(const struct opts *o, const struct tmp *t, const sigset_
 	posix_spawnattr_init(&sa);
 	posix_spawnattr_setsigmask(&sa, old);
 	posix_spawnattr_setflags(&sa, POSIX_SPAWN_SETSIGMASK);
-	n = posix_spawnp(&pid, prog, NULL, &sa, argv, environ);
+	/*
+	 * The server's stdin and stdout are /dev/null: the URI is ours to
+	 * print, and a --fork server holding our stdout would keep
+	 * uri=$(chj export --fork ...) waiting for its end.
+	 */
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+	posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+	/* qemu-nbd binds the socket: 0600 whatever the caller's umask */
+	mask = umask(0177);
+	n = posix_spawnp(&pid, prog, &fa, &sa, argv, environ);
+	umask(mask);
+	posix_spawn_file_actions_destroy(&fa);
 	posix_spawnattr_destroy(&sa);
 	if (n)
 		return export_fail(prog, strerror(n));
@@ -273,17 +297,6 @@ static int export_start(const struct opts *o, const struct tmp *t, const sigset_
 	if (n != 1 || *server <= 0)
 		return export_fail(prog, "started, but left no pid file");
 	return 0;
-}
-
-static void print_uri(const struct opts *o)
-{
-	if (o->socket)
-		printf("nbd+unix:///%s?socket=%s\n", o->export_name, o->socket);
-	else if (o->tcp[0] == ':')
-		printf("nbd://localhost%s/%s\n", o->tcp, o->export_name);
-	else
-		printf("nbd://%s/%s\n", o->tcp, o->export_name);
-	fflush(stdout);
 }
 
 /*
@@ -351,12 +364,15 @@ int cmd_export(int argc, char **argv)
 		}
 		gran_bits = __builtin_ctzll(o.gran);
 	}
+	rc = export_net_files(&o.net);
+	if (rc)
+		goto out;
 	rc = check_snapshot(&o, chj_changes_info(ch)->sb.origin_sectors << CHJ_SECTOR_SHIFT);
 	if (rc)
 		goto out;
 	/* qemu-nbd would unlink whatever is there: never take a path in use. */
-	if (o.socket && !lstat(o.socket, &st)) {
-		rc = export_fail(o.socket, "socket path taken (something exists there)");
+	if (o.net.socket && !lstat(o.net.socket, &st)) {
+		rc = export_fail(o.net.socket, "socket path taken (something exists there)");
 		goto out;
 	}
 	rc = build(&o, ch, gran_bits, &t);
@@ -370,12 +386,14 @@ int cmd_export(int argc, char **argv)
 	rc = export_start(&o, &t, &old, &server);
 	/* qemu-nbd holds the wrapper open: the file is no longer needed. */
 	tmp_remove(&t);
+	if (!rc)
+		rc = export_socket_perms(&o.net);
 	if (rc) {
 		if (server > 0)
 			kill(server, SIGTERM);
 		goto out;
 	}
-	print_uri(&o);
+	export_print_uri(&o.net, o.export_name);
 	if (!o.fork) {
 		rc = serve(server, &block);
 		if (o.pid_file)
@@ -384,6 +402,7 @@ int cmd_export(int argc, char **argv)
 out:
 	tmp_remove(&t);
 	chj_changes_free(ch);
+	export_net_free(&o.net);
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	return cli_finish(rc);
 }
