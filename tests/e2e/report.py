@@ -27,8 +27,10 @@ def truth_paths(path):
             if len(line) < 13:
                 continue
             flags, name = line[:11], line[12:]
-            if " => " in name and flags[0] == "h":
-                name = name.split(" => ")[0]
+            if flags[0] == "h" and " => " in name:
+                name = name.split(" => ")[0]       # a hard link: NAME => TARGET
+            elif flags[1] == "L" and " -> " in name:
+                name = name.split(" -> ")[0]       # a symlink: NAME -> TARGET
             name = name.rstrip("/") or "."
             if name.startswith("./"):
                 name = name[2:]
@@ -79,6 +81,8 @@ def main():
           f"listed={len(listed)} hit={len(hit)} precision={prec:.2f} "
           f"unlisted={len(changed - listed)} copied={copied} full={full_size(mount)} "
           f"resolve_ms={resolve_ms}")
+    for p in sorted(changed - listed)[:5]:
+        print(f"  unlisted: {p}")
 
 
 main()

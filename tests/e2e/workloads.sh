@@ -13,6 +13,8 @@ export HOME=/tmp GIT_CONFIG_NOSYSTEM=1 GIT_AUTHOR_NAME=e2e GIT_AUTHOR_EMAIL=e2e@
 export GIT_COMMITTER_NAME=e2e GIT_COMMITTER_EMAIL=e2e@example.org
 E2E_DEBS=$CHJ_ROOT/build/e2e/debs
 WL_DIR=$CHJ_ROOT/tests/e2e
+# dpkg's log where the guest can write (/var/log is the host's, read-only).
+dpkg_() { dpkg --log=/tmp/dpkg.log "$@"; }
 git_() { git -c safe.directory='*' -c gc.auto=0 "$@"; }
 long() { [ "${E2E_LONG:-0}" = 1 ]; }
 
@@ -63,7 +65,7 @@ wl_edits() {
 # wl_git M N: clone of a local repository (this one), commits that edit,
 # add and delete files, branch switches, then git gc.
 wl_git() {
-	local r=$1/git/repo n=$2 i files commits=25 k
+	local r=$1/git/repo n=$2 i files commits=8 k
 	long && commits=150
 	mkdir -p "$1/git"
 	[ -d "$r" ] || git_ clone -q --no-hardlinks "$CHJ_ROOT" "$r"
@@ -77,7 +79,7 @@ wl_git() {
 		git_ add -A
 		git_ commit -q -m "e2e cycle $n commit $i"
 		((i > 1)) || echo started
-		if ((i % 10 == 0)); then
+		if ((i % 8 == 0)); then
 			git_ checkout -q -b "e2e-$n-$i" HEAD~3
 			echo "branch $n $i" >"branch-$n-$i"
 			git_ add -A
@@ -90,20 +92,24 @@ wl_git() {
 }
 
 chk_git() {
-	local b=$1/git/repo s=$2/git/repo
+	local b=$1/git/repo s=$2/git/repo rb=0 rs=0
 	[ -d "$b" ] || return 0
+	git_ -C "$b" fsck --full --no-progress >/tmp/fsck-bk 2>&1 || rb=$?
 	if [ -z "$2" ]; then
-		git_ -C "$b" fsck --full --no-progress || fail "git fsck --full on the backup failed"
+		[ $rb = 0 ] || { cat /tmp/fsck-bk; fail "git fsck --full on the backup exited $rb"; }
 		return 0
 	fi
-	local rb=0 rs=0
-	git_ -C "$b" fsck --full --no-progress >/tmp/fsck-bk 2>&1 || rb=$?
+	# After a reset: the backup answers as the recovered source does (a
+	# clone the reset cut short is no repository on either side).
 	git_ -C "$s" fsck --full --no-progress >/tmp/fsck-src 2>&1 || rs=$?
-	if [ "$rb" != "$rs" ] || ! cmp -s /tmp/fsck-bk /tmp/fsck-src; then
+	if [ "$rb" != "$rs" ]; then
 		cat /tmp/fsck-bk /tmp/fsck-src
 		fail "git fsck: backup exits $rb, source $rs"
 	fi
-	[ "$rs" = 0 ] || echo "note: git fsck on the recovered source exited $rs (the same on the backup)"
+	if [ "$rs" != 0 ]; then
+		echo "note: git fsck on the recovered source exited $rs (the same on the backup):"
+		head -n 5 /tmp/fsck-src
+	fi
 }
 
 # wl_sqlite M N: concurrent writers on one database in WAL mode.
@@ -138,6 +144,9 @@ wl_dpkg() {
 	mkdir -p "$r/var/lib/dpkg/info" "$r/var/lib/dpkg/updates" "$r/var/lib/dpkg/triggers" "$x"
 	[ -f "$r/var/lib/dpkg/status" ] || : >"$r/var/lib/dpkg/status"
 	for deb in "$E2E_DEBS"/*.deb; do
+		# make check: the smaller ones (dpkg fsyncs every file it unpacks).
+		long || [[ ${deb##*/} =~ ^(fonts-dejavu-core|libjs-underscore|python3-six|xml-core|libjs-jquery)_ ]] ||
+			continue
 		ctrl=$(dpkg-deb --ctrl-tarfile "$deb" | tar -t)
 		if [[ $ctrl =~ (inst|rm)($'\n'|$) ]]; then
 			some+=("$deb")
@@ -146,20 +155,20 @@ wl_dpkg() {
 		fi
 	done
 	if [ ${#inst[@]} = 0 ] || [ ${#some[@]} = 0 ]; then fail "no .debs in $E2E_DEBS (make e2e-debs)"; fi
-	dpkg --root="$r" --force-depends -i "${inst[@]}" >/dev/null
+	dpkg_ --root="$r" --force-depends -i "${inst[@]}" >/dev/null
 	echo started
-	for p in git-man manpages; do dpkg --root="$r" -r "$p" >/dev/null; done
-	dpkg --root="$r" -P iso-codes >/dev/null
+	if long; then
+		for p in git-man manpages; do dpkg_ --root="$r" -r "$p" >/dev/null; done
+		dpkg_ --root="$r" -P iso-codes >/dev/null
+	fi
 	rm -rf "${x:?}"/*
 	for deb in "${some[@]}"; do
 		p=${deb##*/}
 		dpkg -x "$deb" "$x/${p%%_*}"
 	done
-	if long; then
-		# A reinstall: every file unpacked beside and renamed over.
-		dpkg --root="$r" --force-depends -i "${inst[@]}" >/dev/null
-		dpkg --root="$r" -r fonts-dejavu-core >/dev/null
-	fi
+	# A reinstall: every file unpacked beside and renamed over.
+	dpkg_ --root="$r" --force-depends -i "${inst[@]}" >/dev/null
+	dpkg_ --root="$r" -r libjs-underscore >/dev/null
 }
 
 # chk_dpkg B SRC: dpkg --verify (every installed file against its md5sum).
@@ -214,7 +223,7 @@ pg_dump_of() {
 
 # chk_pg B SRC: pg_dump of the backup equals pg_dump of the source.
 chk_pg() {
-	local s=${2:-/m/$E2E_FS}
+	local s=${2:-/tmp/m/$E2E_FS}
 	[ -d "$1/pg/data" ] || return 0
 	pg_dump_of "$1/pg/data" pg-bk
 	pg_dump_of "$s/pg/data" pg-src
@@ -241,10 +250,10 @@ wl_image() {
 }
 chk_image() {
 	[ -f "$1/image/disk.img" ] || return 0
-	"$EX/image-backup.sh" --file "/m/$E2E_FS/image/disk.img" "c-$E2E_FS" "/bk/$E2E_FS-image.bak" >/tmp/img.out
+	"$EX/image-backup.sh" --file "/tmp/m/$E2E_FS/image/disk.img" "c-$E2E_FS" "/tmp/bk/$E2E_FS-image.bak" >/tmp/img.out
 	grep -q verified /tmp/img.out || { cat /tmp/img.out; fail "image backup of disk.img not verified"; }
-	cmp "$1/image/disk.img" "/bk/$E2E_FS-image.bak" || fail "the image backup differs from the rsync copy"
-	sync -f /bk
+	cmp "$1/image/disk.img" "/tmp/bk/$E2E_FS-image.bak" || fail "the image backup differs from the rsync copy"
+	sync -f /tmp/bk
 }
 
 # wl_fsown M N: what the filesystem does by itself or for an admin: a file

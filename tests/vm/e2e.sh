@@ -39,7 +39,7 @@ if long; then
 else
 	# The clean cycle of each filesystem, then the crash cycles.
 	CLEAN=("ext4 git" "xfs sqlite" "btrfs dpkg")
-	CRASH=("xfs git" "ext4 sqlite")
+	CRASH=("ext4 git" "xfs sqlite")
 fi
 
 # pair K: the K-th (filesystem, workload) pair of the long plan: each run
@@ -55,10 +55,10 @@ clean() {
 	local fs=$1 wl=$2 n=$3
 	E2E_FS=$fs
 	log "$fs: $wl, cycle $n, clean"
-	wl_edits "/m/$fs" "$n"
-	"wl_$wl" "/m/$fs" "$n" >/dev/null
+	wl_edits "/tmp/m/$fs" "$n"
+	"wl_$wl" "/tmp/m/$fs" "$n" >/dev/null
 	e2e_incremental "$fs" "$wl" clean
-	"chk_$wl" "/bk/$fs" ""
+	"chk_$wl" "/tmp/bk/$fs" ""
 	e2e_fsck "$fs"
 }
 
@@ -68,8 +68,8 @@ crash() {
 	local fs=$1 wl=$2 n=$3 line delay=$((RANDOM % 7))
 	log "$fs: $wl, cycle $n, reset $delay s after it started"
 	echo "$fs $wl $n $delay" >>"$PENDING"
-	wl_edits "/m/$fs" "$n"
-	coproc WL { "wl_$wl" "/m/$fs" "$n"; }
+	wl_edits "/tmp/m/$fs" "$n"
+	coproc WL { "wl_$wl" "/tmp/m/$fs" "$n"; }
 	read -r -t 120 -u "${WL[0]}" line || fail "$wl did not start"
 	assert_eq started "$line" "$wl"
 	sleep "$delay"
@@ -84,7 +84,7 @@ after_crash() {
 	E2E_FS=$fs
 	log "$fs: after the reset in $wl (cycle $n, $delay s in)"
 	e2e_incremental "$fs" "$wl" "crash+${delay}s"
-	"chk_$wl" "/bk/$fs" "/m/$fs"
+	"chk_$wl" "/tmp/bk/$fs" "/tmp/m/$fs"
 	e2e_fsck "$fs"
 }
 
@@ -95,8 +95,8 @@ if [ "$CHJ_BOOT" = 1 ]; then
 		log "$fs: mkfs, seed, full backup"
 		e2e_mkfs "$fs"
 		e2e_mount "$fs"
-		wl_seed "/m/$fs"
-		sync -f "/m/$fs"
+		wl_seed "/tmp/m/$fs"
+		sync -f "/tmp/m/$fs"
 		e2e_backup "$fs"
 		[ ! -f "$E2E_RUN/list" ] || fail "$fs: the first backup was not a full copy"
 		e2e_diff "$fs" "/tmp/full-$fs"
@@ -128,6 +128,6 @@ if [ "$CHJ_BOOT" -lt "$CHJ_MAX_BOOTS" ]; then
 		crash ${CRASH[$k]} $((CHJ_BOOT + 1))
 	fi
 fi
-for fs in "${E2E_FSES[@]}"; do umount "/m/$fs"; "$CHJ" remove "c-$fs"; done
+for fs in "${E2E_FSES[@]}"; do umount "/tmp/m/$fs"; "$CHJ" remove "c-$fs"; done
 cat "$REPORT"
 log "ok"
