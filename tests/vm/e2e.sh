@@ -35,7 +35,7 @@ E2E_LONG=0
 [ "$CHJ_MAX_BOOTS" -le 3 ] || E2E_LONG=1
 PENDING=$CHJ_OUT/pending
 if long; then
-	WLS=(git sqlite dpkg pg image fsown)
+	WLS=(pg image fsown git sqlite dpkg)
 else
 	# The clean cycle of each filesystem, then the crash cycles.
 	CLEAN=("ext4 git" "xfs sqlite" "btrfs dpkg")
