@@ -44,15 +44,38 @@ if [ -f "$state" ]; then
 fi
 case $rc in
 0)
-	# Paths relative to the mount point, directories with a trailing slash.
+	# Paths relative to the mount point, directories with a trailing slash
+	# (rsync then takes their entries, one level).  A directory the mirror
+	# does not have yet (new, renamed, a new btrfs snapshot) is copied
+	# whole: chj-resolve lists such a directory but not what it holds
+	# unchanged.  So is each subdirectory of a listed directory that the
+	# mirror lacks (one renamed into it).
+	one=$(mktemp) whole=$(mktemp)
+	trap 'rm -f "$list" "$one" "$whole"' EXIT
+	shopt -s nullglob dotglob
 	while IFS= read -r -d '' p; do
 		rel=${p#"$mnt"}
 		rel=${rel#/}
 		if [ -z "$rel" ]; then rel=.; fi
-		if [ -d "$p" ] && [ ! -L "$p" ]; then printf '%s/\0' "$rel"; else printf '%s\0' "$rel"; fi
-	done <"$list" |
-		rsync -aHAX --numeric-ids --delete --ignore-times --from0 --files-from=- "$mnt/" "$dest/"
-	echo "rsync-backup: $(tr -cd '\0' <"$list" | wc -c) paths since epoch $(cat "$state")"
+		if [ ! -d "$p" ] || [ -L "$p" ]; then
+			printf '%s\0' "$rel" >>"$one"
+			continue
+		fi
+		printf '%s/\0' "$rel" >>"$one"
+		if [ ! -d "$dest/$rel" ]; then
+			printf '%s/\0' "$rel" >>"$whole"
+			continue
+		fi
+		for c in "$p"/*/; do
+			c=${c%/}
+			[ -L "$c" ] || [ -d "$dest/$rel/${c##*/}" ] || printf '%s/\0' "$rel/${c##*/}" >>"$whole"
+		done
+	done <"$list"
+	rsync -aHAX --numeric-ids --delete --ignore-times --from0 --files-from="$one" "$mnt/" "$dest/"
+	if [ -s "$whole" ]; then
+		rsync -aHAX --numeric-ids --delete -r --from0 --files-from="$whole" "$mnt/" "$dest/"
+	fi
+	echo "rsync-backup: $(tr -cd '\0' <"$list" | wc -c) paths since epoch $(cat "$state"), $(tr -cd '\0' <"$whole" | wc -c) directories new to the mirror copied whole"
 	;;
 3)
 	echo "rsync-backup: full copy" >&2

@@ -37,12 +37,15 @@ wl_seed() {
 	setfacl -m u:nobody:r "$s/coreutils/copyright"
 	chown -R nobody:nogroup "$s/rsync"
 	head -c 300000 /dev/urandom >"$s/data.bin"
+	mkdir -p "$s/tree-0/a/b"
+	echo deep >"$s/tree-0/a/b/t"
+	echo top >"$s/tree-0/u"
 }
 
 # wl_edits M N: what a user does by hand, the cases a backup tool most
 # easily loses: an xattr changed and one added, an ACL changed, a new hard
 # link and a removed one, a same-size rewrite with the mtime put back, a
-# punched hole, rename, delete, chmod, chown.
+# punched hole, rename (a file, a directory tree), delete, chmod, chown.
 wl_edits() {
 	local s=$1/seed n=$2
 	[ -d "$s" ] || return 0
@@ -58,6 +61,8 @@ wl_edits() {
 	echo "cycle $n" >"$s/renamed-from"
 	mv "$s/renamed-from" "$s/renamed-$n"
 	rm -f "$s/renamed-$((n - 1))"
+	# A directory tree renamed: its unchanged contents must follow.
+	mv "$s"/tree-* "$s/tree-$n"
 	chmod 640 "$s/bash/copyright"
 	chown daemon "$s/coreutils/copyright"
 }
