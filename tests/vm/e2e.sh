@@ -17,7 +17,7 @@
 # boot over every workload and filesystem, 22 crash points.  Per cycle a
 # report line (tests/e2e/report.py) in $CHJ_OUT/report: docs/testing.md.
 # vm-disks: 48M 1G 1G 1G 2G
-# vm-timeout: 420
+# vm-timeout: 600
 # vm-boots: 3
 # vm-long-boots: 23
 # vm-long-timeout: 5400
