@@ -36,7 +36,7 @@ export KVER KDIR KVER2 KVER3
 TEST_KVERS := $(KVER) $(filter-out $(KVER),$(KVER2)) $(filter-out $(KVER) $(KVER2),$(KVER3))
 
 .PHONY: all module modules sparse-all check-build check-long userspace tests deps check check-unit check-vm check-sanitize \
-	install clean demo help checkpatch sparse dkms-modules bench bench-tools check-host check-uapi
+	install clean demo help e2e-debs checkpatch sparse dkms-modules bench bench-tools check-host check-uapi
 
 all: module userspace tests bench-tools
 
@@ -111,6 +111,9 @@ bench-tools:
 
 deps:
 	scripts/install-deps
+# The .debs the e2e VM test installs (the guest has no network): build/e2e/debs.
+e2e-debs:
+	scripts/e2e-debs
 
 # The build and kernel-style lint first, JOBS (the CPUs) at a time: 67 s
 # one at a time on 2 cores, in make check's critical path; then the unit,
@@ -124,7 +127,7 @@ check-long:
 	$(MAKE) -j$(JOBS) -Orecurse check-build
 	scripts/run-checks --long
 
-check-build: all modules dkms-modules checkpatch sparse-all
+check-build: all modules dkms-modules checkpatch sparse-all e2e-debs
 
 check-unit: userspace
 	scripts/run-checks --unit
@@ -135,7 +138,7 @@ check-uapi:
 check-host: userspace
 	scripts/run-checks --host
 
-check-vm: all
+check-vm: all e2e-debs
 	scripts/run-checks --vm $(T)
 
 checkpatch:

@@ -8,6 +8,10 @@
 # chj-resolve lists.  Directories are archived without recursion
 # (--no-recursion): their entries are listed when they changed; a deletion
 # shows as a directory whose member is gone.  Lock-step: checkpoint first.
+# Archived with what a backup must keep (TAR_KEEP): POSIX format, ACLs and
+# every xattr namespace (file capabilities are security.capability), holes
+# of sparse files; hard links are stored as links between the names an
+# archive holds (chj-resolve lists every name of a changed inode).
 # Environment: CHJ, CHJ_RESOLVE (tool paths).
 set -euo pipefail
 CHJ=${CHJ:-chj}
@@ -17,6 +21,7 @@ name=$1 dir=$2 state=$2/epoch
 mnt=$(findmnt -n -o TARGET --source "/dev/mapper/$name" | head -n 1)
 [ -n "$mnt" ] || { echo "tar-backup: /dev/mapper/$name is not mounted" >&2; exit 1; }
 mkdir -p "$dir"
+TAR_KEEP=(--format=posix --acls --xattrs --xattrs-include='*' --sparse)
 
 new=$($CHJ checkpoint "$name")
 rc=3
@@ -26,10 +31,10 @@ if [ -f "$state" ]; then
 fi
 case $rc in
 0)
-	tar --null --no-recursion -C / -cf "$dir/chj-$new.tar" -T "$dir/list.$new"
+	tar "${TAR_KEEP[@]}" --null --no-recursion -C / -cf "$dir/chj-$new.tar" -T "$dir/list.$new"
 	;;
 3)
-	tar -C "$mnt" -cf "$dir/chj-$new.tar" .
+	tar "${TAR_KEEP[@]}" -C "$mnt" -cf "$dir/chj-$new.tar" .
 	;;
 *)
 	echo "tar-backup: chj-resolve failed (exit $rc)" >&2

@@ -37,6 +37,7 @@
 #include <linux/btrfs.h>
 #include <linux/btrfs_tree.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -117,8 +118,15 @@ static int walk_items(struct bctx *b, const unsigned char *buf, size_t buf_size,
 	return rc;
 }
 
-static int tree_search(struct bctx *b, uint64_t tree, struct skey min, struct skey max,
-		       uint64_t min_transid, item_fn fn, void *ctx)
+/*
+ * Every item of tree between min and max, newer than min_transid, to fn.
+ * *gone (when not NULL) is set instead of failing when the kernel answers
+ * ENOENT for the tree: a subvolume deleted but not yet cleaned up, whose
+ * ROOT_ITEM (refs 0) the root tree still holds (btrfs_get_fs_root refuses
+ * such a root; the cleaner drops the item later).
+ */
+static int tree_search_or_gone(struct bctx *b, uint64_t tree, struct skey min, struct skey max,
+			       uint64_t min_transid, item_fn fn, void *ctx, bool *gone)
 {
 	struct resolver *r = b->r;
 	/* Callbacks may search too: each search has its own buffer. */
@@ -142,6 +150,10 @@ static int tree_search(struct bctx *b, uint64_t tree, struct skey min, struct sk
 		a->key.nr_items = 4096;
 		a->buf_size = SEARCH_BUF - sizeof(*a);
 		if (ioctl(r->mnt_fd, BTRFS_IOC_TREE_SEARCH_V2, a)) {
+			if (gone && errno == ENOENT) {
+				*gone = true;
+				break;
+			}
 			rc = rx_fail(r, RX_ERROR, "btrfs tree search (tree %llu): %s",
 				     (unsigned long long)tree, strerror(errno));
 			break;
@@ -180,6 +192,12 @@ static int tree_search(struct bctx *b, uint64_t tree, struct skey min, struct sk
 	}
 	free(a);
 	return rc;
+}
+
+static int tree_search(struct bctx *b, uint64_t tree, struct skey min, struct skey max,
+		       uint64_t min_transid, item_fn fn, void *ctx)
+{
+	return tree_search_or_gone(b, tree, min, max, min_transid, fn, ctx, NULL);
 }
 
 /* ---- device and mount ---- */
@@ -634,16 +652,32 @@ static int leaf_item(struct bctx *b, const struct btrfs_ioctl_search_header *h,
 
 struct roots {
 	uint64_t *v;
-	size_t n, cap;
+	bool *created;		/* made at or after gen_min (or unknown) */
+	size_t n, cap, ccap;
 };
+
+/*
+ * The subvolume's creation transid (otransid), or 0 when the item is too
+ * short or of the old format (generation_v2 not equal to generation: the
+ * fields after it are not maintained), then taken as newly created.
+ */
+static uint64_t root_otransid(const struct btrfs_ioctl_search_header *h, const unsigned char *d)
+{
+	size_t og = offsetof(struct btrfs_root_item, generation);
+	size_t og2 = offsetof(struct btrfs_root_item, generation_v2);
+	size_t oo = offsetof(struct btrfs_root_item, otransid);
+
+	if (h->len < oo + 8 || le64(d + og) != le64(d + og2))
+		return 0;
+	return le64(d + oo);
+}
 
 static int root_item(struct bctx *b, const struct btrfs_ioctl_search_header *h,
 		     const unsigned char *d, void *ctx)
 {
 	struct roots *rs = ctx;
+	uint64_t otransid;
 
-	(void)b;
-	(void)d;
 	if (h->type != BTRFS_ROOT_ITEM_KEY)
 		return 0;
 	if (h->objectid != BTRFS_FS_TREE_OBJECTID &&
@@ -652,8 +686,25 @@ static int root_item(struct bctx *b, const struct btrfs_ioctl_search_header *h,
 	if (rs->n && rs->v[rs->n - 1] == h->objectid)
 		return 0;
 	xgrow((void **)&rs->v, &rs->cap, rs->n + 1, sizeof(*rs->v));
+	xgrow((void **)&rs->created, &rs->ccap, rs->n + 1, sizeof(*rs->created));
+	otransid = root_otransid(h, d);
+	rs->created[rs->n] = h->objectid != BTRFS_FS_TREE_OBJECTID &&
+			     (!otransid || otransid >= b->gen_min);
 	rs->v[rs->n++] = h->objectid;
 	return 0;
+}
+
+/*
+ * A subvolume created since the epoch: its top directory is listed, which
+ * tells a backup to read it whole.  A snapshot shares every leaf with its
+ * source, so no changed leaf of its own names anything in it; only its
+ * root node and the root tree's items are new.
+ */
+static void new_subvolume(struct bctx *b, uint64_t root)
+{
+	struct item *it = res_get(&b->r->res, root, BTRFS_FIRST_FREE_OBJECTID);
+
+	it->reasons |= RSN_INODE | RSN_DIRECTORY | RSN_TREE;
 }
 
 static int changed_leaves(struct bctx *b)
@@ -669,11 +720,21 @@ static int changed_leaves(struct bctx *b)
 	rc = tree_search(b, BTRFS_ROOT_TREE_OBJECTID, lo, hi, 0, root_item, &rs);
 	for (size_t i = 0; !rc && i < rs.n; i++) {
 		struct leaf_ctx lc = { rs.v[i], 0 };
+		bool gone = false;
 
-		rc = tree_search(b, rs.v[i], all_lo, all_hi, b->gen_min, leaf_item, &lc);
+		/*
+		 * A subvolume deleted since the epoch (or during this run) has
+		 * no files left to name; the directory that held it changed
+		 * in its parent's tree and is listed from there.
+		 */
+		rc = tree_search_or_gone(b, rs.v[i], all_lo, all_hi, b->gen_min, leaf_item, &lc,
+					 &gone);
+		if (!rc && !gone && rs.created[i])
+			new_subvolume(b, rs.v[i]);
 		progress(b->r, "btrfs: searching subvolume %llu", (unsigned long long)rs.v[i]);
 	}
 	free(rs.v);
+	free(rs.created);
 	return rc;
 }
 
