@@ -20,7 +20,7 @@
 #     put back and the headers package's postinst run, as dpkg runs it when
 #     linux-headers-K2 is installed (linux-run-hooks: the dkms hook in
 #     /etc/kernel/header_postinst.d/);
-#   - apt-get remove, then purge: every file the packages installed is
+#   - apt-get remove, then dpkg --purge: every file the packages installed is
 #     gone after remove, and after purge nothing is left that was not
 #     there before the install (the overlay's upper directory, listed
 #     before and after, checked against the lower root), beside dpkg's and
@@ -178,9 +178,12 @@ done <"$OV/files"
 ls "$R/lib/modules/"*/updates/dkms/dm-chj.ko* 2>/dev/null && fail "a DKMS module is left after remove"
 [ ! -e "$R/var/lib/dkms/dm-chj" ] || fail "/var/lib/dkms/dm-chj is left after remove"
 
-log "apt-get purge: nothing left that was not there before the install"
-in_ov apt-get purge -y -q chj dm-chj-dkms >"$CHJ_OUT/purge.log" 2>&1 ||
-	{ cat "$CHJ_OUT/purge.log"; fail "apt-get purge"; }
+log "dpkg --purge: nothing left that was not there before the install"
+# dpkg, not apt-get: packages installed from local files and removed
+# without conffiles are unknown to apt ("Unable to locate package") once
+# removed; dpkg --purge drops whatever dpkg still records of them.
+in_ov dpkg --purge chj dm-chj-dkms >"$CHJ_OUT/purge.log" 2>&1 ||
+	{ cat "$CHJ_OUT/purge.log"; fail "dpkg --purge"; }
 in_ov dpkg-query -W -f='${db:Status-Abbrev}' chj dm-chj-dkms 2>/dev/null | grep -q 'i' &&
 	fail "dpkg still knows the packages after purge"
 rm -r "$R/tmp/debs"
