@@ -36,7 +36,7 @@ export KVER KDIR KVER2 KVER3
 TEST_KVERS := $(KVER) $(filter-out $(KVER),$(KVER2)) $(filter-out $(KVER) $(KVER2),$(KVER3))
 
 .PHONY: all module modules sparse-all check-build check-long userspace tests deps check check-unit check-vm check-sanitize \
-	install clean demo help e2e-debs checkpatch sparse dkms-modules bench bench-tools check-host check-uapi
+	install install-tools deb mkpatch check-intree clean demo help e2e-debs checkpatch sparse dkms-modules bench bench-tools check-host check-uapi
 
 all: module userspace tests bench-tools
 
@@ -44,7 +44,7 @@ help:
 	@echo 'make              build dm-chj.ko and the userspace tools'
 	@echo 'make deps         install build and test packages with apt-get'
 	@echo 'make check        checkpatch, sparse, unit tests, host tests, then every VM test; ends "N passed, N failed"'
-	@echo 'make check-long   make check with every VM test on every kernel'
+	@echo 'make check-long   make check with every VM test on every kernel, then check-intree'
 	@echo 'make check-unit   both tools' unit tests (plain, ASan+UBSan, valgrind), generator test, short libFuzzer runs'
 	@echo 'make check-uapi   the userspace built against other UAPI headers (6.12, bookworm as released)'
 	@echo 'make check-host   chj-resolve against ground truth on loop devices (root)'
@@ -54,6 +54,9 @@ help:
 	@echo 'make checkpatch   checkpatch.pl --strict on dm-target/'
 	@echo 'make sparse       sparse on dm-target/ (make C=2)'
 	@echo 'make install DESTDIR=... PREFIX=/usr'
+	@echo 'make deb          the Debian packages chj and dm-chj-dkms into build/deb/ (lintian-checked)'
+	@echo 'make mkpatch KSRC=linux-source-X.tar.xz   dm-chj as an in-tree patch series (build/mkpatch/)'
+	@echo 'make check-intree the series applied to linux-source 6.12+, checkpatch, dm-chj.ko built in tree'
 	@echo 'KVER=... or KDIR=... choose the kernel the module is built for (and VM tests boot)'
 	@echo 'KVER2=...         the second kernel make check tests (default: the newest of another series, 6.12 on Debian 12)'
 	@echo 'KVER3=...         the newest Debian kernel make check tests (default: scripts/kroot newest; KVER_NEWEST= pins it in make deps)'
@@ -126,6 +129,23 @@ check:
 check-long:
 	$(MAKE) -j$(JOBS) -Orecurse check-build
 	scripts/run-checks --long
+	scripts/check-intree
+
+# The Debian packages chj and dm-chj-dkms into build/deb/ (scripts/mkdeb:
+# dpkg-buildpackage from a copy of the tree, then lintian).
+deb:
+	scripts/mkdeb
+
+# The in-tree patch series against KSRC (a linux-source tarball or tree)
+# into build/mkpatch/KERNELVERSION/; check-intree applies it to every
+# /usr/src/linux-source-X.tar.xz from 6.12 on and builds dm-chj.ko in tree
+# (make check-long runs it: minutes of compiling).
+KSRC ?= /usr/src/linux-source-6.12.tar.xz
+mkpatch:
+	scripts/mkpatch $(KSRC)
+
+check-intree:
+	scripts/check-intree
 
 check-build: all modules dkms-modules checkpatch sparse-all e2e-debs
 
@@ -162,9 +182,13 @@ bench: all
 # The module, the tools and their man pages, the boot-time generator (which
 # runs chj from SBINDIR: written into it here).  Not the test or benchmark
 # helpers, so Check and SQLite are not needed to install.
-install: module userspace
-	$(MAKE) -C userspace install DESTDIR=$(DESTDIR) PREFIX=$(PREFIX) SBINDIR=$(SBINDIR) MANDIR=$(MANDIR)
+install: module install-tools
 	install -D -m 0644 $(MODDIR)/dm-target/dm-chj.ko $(DESTDIR)/lib/modules/$(KVER)/updates/dm-chj.ko
+
+# What install puts in place but the module: the chj package's contents
+# (debian/rules runs it with PREFIX=/usr; the module is dm-chj-dkms's).
+install-tools: userspace
+	$(MAKE) -C userspace install DESTDIR=$(DESTDIR) PREFIX=$(PREFIX) SBINDIR=$(SBINDIR) MANDIR=$(MANDIR)
 	install -d $(DESTDIR)$(SYSTEMD_GENERATOR_DIR)
 	sed 's|@SBINDIR@|$(SBINDIR)|' userspace/systemd/chj-generator >$(DESTDIR)$(SYSTEMD_GENERATOR_DIR)/chj-generator
 	chmod 0755 $(DESTDIR)$(SYSTEMD_GENERATOR_DIR)/chj-generator

@@ -479,15 +479,24 @@ START_TEST(readme_layout_complete)
 }
 END_TEST
 
-/* One release number: chj, the module and the DKMS package agree. */
+/*
+ * One release number: chj, the module, the DKMS package and the Debian
+ * packages (debian/changelog's newest entry, native: no Debian revision
+ * unless "-N") agree.
+ */
 START_TEST(one_release_number)
 {
 	char *dkms = slurp("../dkms.conf"), *mod = slurp("../dm-target/dm-chj-target.c");
+	char *deb = slurp("../debian/changelog");
 
 	ck_assert_ptr_nonnull(strstr(dkms, "PACKAGE_VERSION=\"" CHJ_RELEASE "\""));
 	ck_assert_ptr_nonnull(strstr(mod, "MODULE_VERSION(\"" CHJ_RELEASE "\")"));
+	ck_assert_msg(!strncmp(deb, "chj (" CHJ_RELEASE ")", strlen("chj (" CHJ_RELEASE ")")) ||
+		      !strncmp(deb, "chj (" CHJ_RELEASE "-", strlen("chj (" CHJ_RELEASE "-")),
+		      "debian/changelog's first entry is not chj %s", CHJ_RELEASE);
 	free(dkms);
 	free(mod);
+	free(deb);
 }
 END_TEST
 

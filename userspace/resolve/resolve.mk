@@ -26,7 +26,7 @@ $(B)/libchjresolve.a: $(RESOLVE_CORE)
 	rm -f $@ && ar rcs $@ $^
 
 chj-resolve: $(B)/resolve/main.o $(B)/libchjresolve.a $(LIBCHJ)
-	$(CC) $(CFLAGS) $(SAN) -o $@ $^ $(PKG_LIBS) $(RESOLVE_LIBS) -lm
+	$(CC) $(CFLAGS) $(SAN) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(RESOLVE_LIBS) -lm
 
 # chj-resolve-test: the same program with the test hooks (CHJ_RESOLVE_CHANGES,
 # CHJ_RESOLVE_PROGRESS_AFTER, CHJ_RESOLVE_DEBUG; docs/testing.md) compiled in.
@@ -44,12 +44,12 @@ $(B)/resolve-test/%.o: resolve/%.c $(RESOLVE_HDRS) $(HDRS)
 # VARIANT=ubsan, the resolver of the host tests (scripts/run-checks --host),
 # so that undefined behaviour on a real filesystem stops the run.
 chj-resolve-test $(B)/chj-resolve-test: $(B)/resolve/main.o $(RESOLVE_HOOK_OBJS) $(B)/libchjresolve.a $(LIBCHJ)
-	$(CC) $(CFLAGS) $(SAN) -o $@ $^ $(PKG_LIBS) $(RESOLVE_LIBS) -lm
+	$(CC) $(CFLAGS) $(SAN) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(RESOLVE_LIBS) -lm
 
 all: chj-resolve-test
 
 $(RESOLVE_UNIT): $(RESOLVE_TEST_OBJS) $(B)/libchjresolve.a $(LIBCHJ)
-	$(CC) $(CFLAGS) $(SAN) -o $@ $^ $(CHECK_LIBS) $(PKG_LIBS) $(RESOLVE_LIBS) -lm
+	$(CC) $(CFLAGS) $(SAN) $(LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(PKG_LIBS) $(RESOLVE_LIBS) -lm
 
 .PHONY: resolve-unit-run resolve-check-unit
 resolve-unit-run: $(RESOLVE_UNIT)
