@@ -126,8 +126,11 @@ check:
 	$(MAKE) -j$(JOBS) -Orecurse check-build
 	scripts/run-checks
 
+# check-long: the packages first, as the deb-install VM test installs them
+# (make check builds them beside the VM tests, result "deb").
 check-long:
 	$(MAKE) -j$(JOBS) -Orecurse check-build
+	$(MAKE) deb
 	scripts/run-checks --long
 	scripts/check-intree
 
