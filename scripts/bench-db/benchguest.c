@@ -10,7 +10,7 @@
  *	checkpoint (new epoch / era) before *-first and seqwrite jobs, and
  *	snapshots of the metadata device's sectors written ($BENCH_META_STAT,
  *	a /sys/.../stat file) and of dm-chj's stats; for ckpt-under-load it
- *	forks a loop that sends "checkpoint" every 0.5 s, timing each
+ *	forks a loop that sends "checkpoint" every $BENCH_CKPT_EVERY s (0.5), timing each
  *	DM_TARGET_MSG ioctl.  post (after fio): finishes the last job.
  *	Finishing appends the deltas and latencies to $BENCH_OUT/extra.tsv as
  *	"target job rep metric value".  $BENCH_CKPT_S is the job's length.
@@ -312,16 +312,21 @@ static int cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* The checkpoint loop of ckpt-under-load: runs detached from fio. */
+/*
+ * The checkpoint loop of ckpt-under-load: runs detached from fio, a
+ * checkpoint every $BENCH_CKPT_EVERY seconds (0.5), the first after one
+ * interval, none in the job's last two.
+ */
 static void ckpt_loop(const char *dm, const char *latfile, double seconds)
 {
-	double end = now_s() + seconds - 1.0, t;
+	double every = atof(envor("BENCH_CKPT_EVERY", "0.5"));
+	double end = now_s() + seconds - 2 * every, t;
 	FILE *f = fopen(latfile, "w");
 	int rc, n = 0;
 
 	if (!f)
 		die("%s: %s", latfile, strerror(errno));
-	sleep_s(0.5);
+	sleep_s(every);
 	do {
 		rc = dm_message(dm, "checkpoint", NULL, 0, &t);
 		if (rc) {
@@ -331,7 +336,7 @@ static void ckpt_loop(const char *dm, const char *latfile, double seconds)
 		fprintf(f, "%.6f\n", t * 1e3);
 		fflush(f);
 		n++;
-		sleep_s(0.5);
+		sleep_s(every);
 	} while (now_s() < end);
 	fprintf(f, "done\n");
 	fclose(f);
