@@ -39,4 +39,8 @@ BENCH_TARGETS="linear base cur aa slow"
 BENCH_MODULES="base=$P/base/dm-target/dm-chj.ko cur=$CHJ_KO aa=$CHJ_KO slow=$P/slow/dm-target/dm-chj.ko"
 # shellcheck source=tests/vm/_bench.sh
 . "$CHJ_ROOT/tests/vm/_bench.sh"
+# shellcheck source=tests/vm/_perf-resolve.sh
+. "$CHJ_ROOT/tests/vm/_perf-resolve.sh"
+modprobe ext4
+resolve_gate
 log "ok: results in $OUT for tests/perf/gate"
