@@ -120,6 +120,26 @@ static bool bio_writes_data(struct bio *bio)
 	return op_is_write(bio_op(bio)) && bio_sectors(bio);
 }
 
+#ifdef CHJ_PERF_CONTROL_SLOW
+/*
+ * The perf gate's negative control only (tests/perf/build-modules builds it
+ * with -DCHJ_PERF_CONTROL_SLOW=N): N loop turns of extra work per write, a
+ * few percent of its instructions, which the gate must catch.  Never defined
+ * in a real build.
+ */
+static noinline void perf_control_slow(void)
+{
+	unsigned int i;
+
+	for (i = 0; i < CHJ_PERF_CONTROL_SLOW; i++)
+		barrier();
+}
+#else
+static inline void perf_control_slow(void)
+{
+}
+#endif
+
 static void bio_regions(struct chj_target *c, struct bio *bio, u64 *first,
 			u64 *last)
 {
@@ -311,6 +331,7 @@ static int chj_map(struct dm_target *ti, struct bio *bio)
 		return DM_MAPIO_REMAPPED;
 	if (READ_ONCE(c->failed))
 		return DM_MAPIO_KILL;
+	perf_control_slow();
 
 	bio_regions(c, bio, &first, &last);
 	/*

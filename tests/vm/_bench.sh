@@ -95,10 +95,21 @@ params="reps=$REPS size_mib=$SIZE_MIB meta_mib=$META_MIB nios=$NIOS ckpt_s=$CKPT
 # Target "ref": dm-chj built from other sources (build/ref-dm-chj.ko, for
 # example format 1's, the inline path) on the same table as "chj"; the
 # module is swapped in for it and back after it (use_module, lib.sh).
+# BENCH_MODULES="NAME=KO ...": more such targets, each on chj's table with
+# its own build (the perf gate: base, slow, and this tree's again as "cur",
+# so that every build compared is freshly loaded alike).
 REF=$CHJ_ROOT/build/ref-dm-chj.ko
-case " $TARGETS " in
-*" ref "*) [ -f "$REF" ] || fail "target ref: no $REF" ;;
-esac
+module_of() { # TARGET: the module it loads, or nothing (the loaded one)
+	local m
+	for m in ${BENCH_MODULES:-}; do
+		[ "${m%%=*}" != "$1" ] || { echo "${m#*=}"; return; }
+	done
+	[ "$1" != ref ] || echo "$REF"
+}
+for target in $TARGETS; do
+	ko=$(module_of "$target")
+	[ -z "$ko" ] || [ -f "$ko" ] || fail "target $target: no $ko"
+done
 
 table() { # TARGET: the dm table for it
 	case $1 in
@@ -107,8 +118,8 @@ table() { # TARGET: the dm table for it
 	chj64) echo "0 $S chj $META $ORIGIN 128" ;;
 	era) echo "0 $S era $META $ORIGIN 8" ;;
 	era64) echo "0 $S era $META $ORIGIN 128" ;;
-	ref) echo "0 $S chj $META $ORIGIN 8" ;;
-	*) fail "unknown target $1" ;;
+	*) [ -n "$(module_of "$1")" ] || fail "unknown target $1"
+		echo "0 $S chj $META $ORIGIN 8" ;;
 	esac
 }
 
@@ -156,10 +167,18 @@ nfio=0
 
 start=$SECONDS
 log "backing $BACKING, $params"
+# BENCH_ABBA=1: even repetitions run the targets in reverse order, so that
+# whatever drifts over the boot (slab, page cache) falls on each alike.
 for rep in $(seq "$REPS"); do
-	for target in $TARGETS; do
+	order=$TARGETS
+	if [ "${BENCH_ABBA:-0}" = 1 ] && [ $((rep % 2)) = 0 ]; then
+		# shellcheck disable=SC2086 # one word per target
+		order=$(printf '%s\n' $TARGETS | tac | tr '\n' ' ')
+	fi
+	for target in $order; do
 		dd if=/dev/zero of="$META" bs=1M count=8 oflag=direct status=none
-		[ "$target" != ref ] || use_module "$REF"
+		ko=$(module_of "$target")
+		[ -z "$ko" ] || use_module "$ko"
 		dm_create b "$(table "$target")" >/dev/null
 		file=fio/$(printf %03d $nfio)-$target-$rep.json
 		jobfile "$target" "$rep" >"$OUT/state/job.fio"
@@ -171,7 +190,7 @@ for rep in $(seq "$REPS"); do
 			printf '%s\t%s\t%s\t%s\tfio-json\t%s\n' "$seq_no" "$target" "$job" "$rep" "$file" >>"$OUT/manifest.tsv"
 		done
 		dmsetup remove b
-		[ "$target" != ref ] || use_module "$CHJ_KO"
+		[ -z "$ko" ] || use_module "$CHJ_KO"
 		log "rep $rep/$REPS $target done ($((SECONDS - start))s)"
 	done
 done

@@ -730,8 +730,8 @@ static int cmp_u64(const void *a, const void *b)
  * in changed inode blocks, read already; their directories do not, and
  * ext4 reads a cold inode's block with the inode_readahead_blks (32 by
  * default) blocks after it, a buffer head each: for 632 directories,
- * 20000 blocks read, and most of the stats' CPU (BENCHMARKS.md, resolver
- * runs 34-35).  A block found cached is used without that readahead.
+ * 20000 blocks read, and most of the stats' CPU (docs/bench/history.md,
+ * resolver runs 34-35).  A block found cached is used without that readahead.
  */
 static void ino_prefetch(struct resolver *r, const uint64_t *ino, size_t n)
 {

@@ -201,7 +201,7 @@ void rx_check_outside(struct resolver *r, uint64_t fs_bytes, const char *fs)
  * steady-state run at 1M files touches about 5000 (SQLite's page caches,
  * the result table, the sorts' buffers), and on the benchmark's host, a
  * virtual machine, a fault costs about 10 µs, more than the run's index
- * searches (BENCHMARKS.md, resolver runs 34-35).  So the heap grows by
+ * searches (docs/bench/history.md, resolver runs 34-35).  So the heap grows by
  * pad at once (malloc's top pad), that part advised MADV_HUGEPAGE: the
  * first touch of each 2 MiB is then one fault.  Allocations up to pad come
  * from the heap too (not from mmap, each mapping faulted page by page

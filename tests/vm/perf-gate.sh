@@ -1,0 +1,46 @@
+#!/bin/bash
+# The performance gate (issue 36, BENCHMARKS.md "The gate"): instruction-
+# timed (vm-icount: one vCPU whose clock counts the instructions it runs,
+# so a job on RAM disks takes the same "time" in every run), interleaved
+# A/B on brd of dm-linear and four dm-chj builds, each loaded fresh for its
+# turn (rmmod, insmod; the order reversed in the second repetition):
+#   base  the baseline commit's module (bench/baseline-commit)
+#   cur   this tree's
+#   aa    this tree's again: cur against aa is the A/A, which must pass
+#   slow  this tree's built with -DCHJ_PERF_CONTROL_SLOW: the negative
+#         control, which must fail
+# on the jobs of tests/vm/_bench.sh: 4 KiB random first touch and steady
+# state at QD1 and QD32, 1 MiB sequential writes, a checkpoint under load.
+# The verdict is made on the host (tests/perf/gate, the vm-host-check):
+# per metric baseline, this tree, ratio, against bench/gate.conf's
+# allowances.  The modules are built by tests/perf/build-modules (make).
+# vm-icount: 1
+# vm-host-check: tests/perf/gate
+# vm-timeout: 600
+# shellcheck source=tests/vm/lib.sh disable=SC1091
+. "$CHJ_ROOT/tests/vm/lib.sh"
+
+P=$CHJ_ROOT/build/perf/$(uname -r)
+BENCH_SET=1
+BENCH_REPS=2
+BENCH_ABBA=1
+BENCH_BACKING=brd
+BENCH_SIZE_MIB=${PERF_SIZE_MIB:-128}
+BENCH_META_MIB=16
+BENCH_NIOS=${PERF_NIOS:-20000}
+BENCH_CKPT_SECONDS=1
+export BENCH_CKPT_EVERY=0.1	# 7-8 checkpoints in the job's second
+BENCH_JOBS="randwrite-qd1-first randwrite-qd32-first seqwrite-1m randwrite-qd1-steady randwrite-qd32-steady ckpt-under-load"
+BENCH_TARGETS="linear base cur aa slow"
+# make check's other kernels (CHJ_SHORT): the gate and the ratios to
+# dm-linear; the A/A and the control, which test the gate itself, on the
+# first kernel only (tests/perf/gate skips what was not run).
+! short || BENCH_TARGETS="linear base cur"
+BENCH_MODULES="base=$P/base/dm-target/dm-chj.ko cur=$CHJ_KO aa=$CHJ_KO slow=$P/slow/dm-target/dm-chj.ko"
+# shellcheck source=tests/vm/_bench.sh
+. "$CHJ_ROOT/tests/vm/_bench.sh"
+# shellcheck source=tests/vm/_perf-resolve.sh
+. "$CHJ_ROOT/tests/vm/_perf-resolve.sh"
+modprobe ext4
+resolve_gate
+log "ok: results in $OUT for tests/perf/gate"
