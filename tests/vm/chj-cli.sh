@@ -62,14 +62,15 @@ assert d["region-size"] == 4096, d
 	# one claim: a dm-linear over the origin is allowed, and writes past it.
 	dm_create bypass "0 65536 linear $ORIGIN 131072" >/dev/null
 	mkfs.ext4 -q /dev/mapper/bypass
-	mkdir -p /tmp/bypass
-	mount /dev/mapper/bypass /tmp/bypass
+	# A mount point with a space: mountinfo has it as \040 (libmount undoes it).
+	mkdir -p "/tmp/by pass"
+	mount /dev/mapper/bypass "/tmp/by pass"
 	assert_eq "" "$("$CHJ" changes --since 1 t)" "changes after writes through the bypass"
 	"$CHJ" status t >/dev/null 2>"$CHJ_OUT/last.err"
 	cat "$CHJ_OUT/last.err"
-	assert_eq "chj: warning: t: /dev/mapper/bypass also uses its origin and is mounted at /tmp/bypass; writes through it are not tracked" \
+	assert_eq "chj: warning: t: /dev/mapper/bypass also uses its origin and is mounted at /tmp/by pass; writes through it are not tracked" \
 		"$(cat "$CHJ_OUT/last.err")" "status warning, bypass mounted"
-	umount /tmp/bypass
+	umount "/tmp/by pass"
 	"$CHJ" status >/dev/null 2>"$CHJ_OUT/last.err"
 	assert_eq "chj: warning: t: /dev/mapper/bypass also uses its origin; writes through it are not tracked" \
 		"$(cat "$CHJ_OUT/last.err")" "status warning (all devices), bypass not mounted"

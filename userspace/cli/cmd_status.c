@@ -89,22 +89,7 @@ static int print_table(const struct row *rows, size_t n, int json)
 /* Where block device dev is mounted (the first mount), or 0 if it is not. */
 static int mounted_at(dev_t dev, char *mnt, size_t len)
 {
-	FILE *f = fopen("/proc/self/mountinfo", "re");
-	char line[4096], m[2048];
-	int found = 0;
-
-	while (f && !found && fgets(line, sizeof(line), f)) {
-		unsigned maj, min;
-
-		if (sscanf(line, "%*d %*d %u:%u %*s %2047s", &maj, &min, m) == 3 &&
-		    makedev(maj, min) == dev) {
-			snprintf(mnt, len, "%s", m);
-			found = 1;
-		}
-	}
-	if (f)
-		fclose(f);
-	return found;
+	return chj_mount_point(NULL, dev, mnt, len) == 1;
 }
 
 /* The first line of a sysfs file, without its newline; 0 if read. */

@@ -48,20 +48,6 @@ double now_sec(void);
  * none (THP off, not glibc's malloc). */
 size_t heap_hugepages(size_t pad);
 
-/*
- * A set of 64-bit keys (open addressing): visited-block sets, dedup.
- * u64set_add returns 1 when key was new, 0 when already there.
- */
-struct u64set {
-	uint64_t *v;		/* key + 1; 0 = empty slot */
-	size_t n, cap;
-	int has_max;		/* UINT64_MAX itself (key + 1 would be 0) */
-};
-int u64set_add(struct u64set *s, uint64_t key);
-int u64set_has(const struct u64set *s, uint64_t key);
-void u64set_clear(struct u64set *s);
-void u64set_free(struct u64set *s);
-uint64_t hash64(uint64_t x);
 
 /*
  * Errors: each function that can fail returns an RX_* code and leaves a

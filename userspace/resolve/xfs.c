@@ -152,8 +152,7 @@ struct xctx {
 	struct xfs_geo g;
 	struct rangeset chg;		/* changed in the fs, plus logged buffers */
 	struct rangeset logbufs;	/* buffer ranges named by the log */
-	uint64_t *seen;			/* non-rmap walk: inodes mapped */
-	size_t nseen, seencap;
+	struct u64set seen;		/* non-rmap walk: inodes mapped */
 	int log_complete;		/* every change since the epoch is in
 					   what the log reported */
 	uint64_t *entry_inos;		/* written into directory entries by
@@ -498,33 +497,7 @@ static void xstore_update(struct xctx *x)
 
 static int seen_before(struct xctx *x, uint64_t ino)
 {
-	/* Linear probing on a power-of-two table; 0 marks empty. */
-	size_t mask, i;
-
-	if ((x->nseen + 1) * 2 > x->seencap) {
-		size_t ncap = x->seencap ? x->seencap * 2 : 4096;
-		uint64_t *nt = xcalloc(ncap, sizeof(*nt));
-
-		for (size_t k = 0; k < x->seencap; k++) {
-			uint64_t v = x->seen[k];
-
-			if (!v)
-				continue;
-			for (i = (v * 0x9e3779b97f4a7c15ull >> 17) & (ncap - 1); nt[i]; i = (i + 1) & (ncap - 1))
-				;
-			nt[i] = v;
-		}
-		free(x->seen);
-		x->seen = nt;
-		x->seencap = ncap;
-	}
-	mask = x->seencap - 1;
-	for (i = (ino * 0x9e3779b97f4a7c15ull >> 17) & mask; x->seen[i]; i = (i + 1) & mask)
-		if (x->seen[i] == ino)
-			return 1;
-	x->seen[i] = ino;
-	x->nseen++;
-	return 0;
+	return !u64set_add(&x->seen, ino);
 }
 
 static void map_fork(struct xctx *x, int fd, const struct walk_entry *e, int xattr)
@@ -712,7 +685,7 @@ static int entry_names(struct xctx *x)
 	uint64_t *dino = NULL;
 	struct held { uint64_t ino; enum ftype type; char *rel; } *held = NULL;
 	size_t nh = 0, hcap = 0;
-	struct u64set keys = { NULL, 0, 0, 0 };
+	struct u64set keys = { 0 };
 	uint8_t h[ST_HASH];
 	int hdr_same, incr;
 
@@ -1079,7 +1052,7 @@ int xfs_resolve(struct resolver *r)
 	rc = xfs_resolve_fs(&x);
 	rs_free(&x.chg);
 	rs_free(&x.logbufs);
-	free(x.seen);
+	u64set_free(&x.seen);
 	free(x.entry_inos);
 	store_close(&x.st);
 	u64set_free(&x.st_dirs);
