@@ -391,18 +391,18 @@ static int map_changes(struct bctx *b)
 			if (m->type & BTRFS_BLOCK_GROUP_DATA)
 				rs_add(&b->lchg_data, m->logical + (a - m->phys), e - a);
 			if (m->type & BTRFS_BLOCK_GROUP_SYSTEM)
-				r->st.attr[AT_META] += e - a;
+				tally_add(&r->st.tally, AT_META, e - a);
 		}
 	}
 	rs_normalize(&b->lchg);
 	rs_normalize(&b->lchg_data);
 	rs_normalize(&mapped);
 	for (size_t i = 0; i < sizeof(sbs) / sizeof(sbs[0]); i++)
-		r->st.attr[AT_META] += rs_overlap_bytes(&r->changed, sbs[i], 4096);
+		tally_add(&r->st.tally, AT_META, rs_overlap_bytes(&r->changed, sbs[i], 4096));
 	/* Changed space in no chunk: unallocated. */
 	for (size_t k = 0; k < r->changed.n; k++)
-		r->st.attr[AT_FREE] += r->changed.v[k].len -
-			rs_overlap_bytes(&mapped, r->changed.v[k].start, r->changed.v[k].len);
+		tally_add(&r->st.tally, AT_FREE, r->changed.v[k].len -
+			  rs_overlap_bytes(&mapped, r->changed.v[k].start, r->changed.v[k].len));
 	rs_free(&mapped);
 	return RX_OK;
 }
@@ -451,9 +451,9 @@ static int extent_item(struct bctx *b, const struct btrfs_ioctl_search_header *h
 			return 0;
 		xgrow((void **)&b->dext, &b->dcap, b->ndext + 1, sizeof(*b->dext));
 		b->dext[b->ndext++] = start;
-		r->st.attr[AT_DATA] += rs_overlap_bytes(&b->lchg, start, len);
+		tally_add(&r->st.tally, AT_DATA, rs_overlap_bytes(&b->lchg, start, len));
 	} else if (flags & BTRFS_EXTENT_FLAG_TREE_BLOCK) {
-		r->st.attr[AT_TREE] += rs_overlap_bytes(&b->lchg, start, len);
+		tally_add(&r->st.tally, AT_TREE, rs_overlap_bytes(&b->lchg, start, len));
 		if (rs_covers(&b->lchg, start, len)) {
 			/* Written whole since the epoch: its generation bounds G. */
 			if (gen && (!b->gen_min || gen < b->gen_min))
@@ -793,8 +793,9 @@ static const char *dir_path_depth(struct bctx *b, uint64_t root, uint64_t dir, u
 	if (!full && top) {
 		/* A directory of a reachable subvolume that cannot be named:
 		 * what it holds would be left out (the rule). */
-		rx_unattributed(b->r, 1, "btrfs: directory %llu of subvolume %llu cannot be named",
-				(unsigned long long)dir, (unsigned long long)root);
+		tally_note(&b->r->st.tally, AT_UNNAMED, 1,
+			   "btrfs: directory %llu of subvolume %llu cannot be named",
+			   (unsigned long long)dir, (unsigned long long)root);
 	}
 	free(top);
 	free(in);
@@ -837,8 +838,9 @@ static void ref_path(struct bctx *b, struct ref_ctx *rc, uint64_t parent, const 
 	 */
 	if (!nl || nl > 255 || memchr(name, '/', nl) || memchr(name, 0, nl) ||
 	    (name[0] == '.' && (nl == 1 || (nl == 2 && name[1] == '.')))) {
-		rx_unattributed(b->r, 1, "btrfs: inode %llu of subvolume %llu has a name that is not a path component",
-				(unsigned long long)rc->it->ino, (unsigned long long)rc->it->root);
+		tally_note(&b->r->st.tally, AT_UNNAMED, 1,
+			   "btrfs: inode %llu of subvolume %llu has a name that is not a path component",
+			   (unsigned long long)rc->it->ino, (unsigned long long)rc->it->root);
 		return;
 	}
 	d = dir_path(b, rc->it->root, parent);
@@ -1050,11 +1052,12 @@ static int btrfs_resolve_fs(struct bctx *b)
 	{
 		uint64_t known = 0;
 
-		for (int a = 0; a < AT_UNKNOWN; a++)
-			known += r->st.attr[a];
+		for (int a = 0; a < AT_NR; a++)
+			if (a != AT_UNNAMED)
+				known += r->st.tally.bytes[a];
 		/* Changed space in chunks that holds no extent now: freed. */
 		if (known < r->st.changed_bytes)
-			r->st.attr[AT_FREE] += r->st.changed_bytes - known;
+			tally_add(&r->st.tally, AT_FREED, r->st.changed_bytes - known);
 	}
 	r->st.phase[PH_ANALYZE] = now_sec() - r->t0 - r->st.phase[PH_SYNC] - r->st.phase[PH_MAP];
 

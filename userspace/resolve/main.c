@@ -79,9 +79,11 @@ static int resolve_run(struct resolver *r)
 	if (rc)
 		return rc;
 	count_results(r);
-	/* The rule, in one place: nothing changed is dropped with exit 0. */
-	if (r->unattributed)
-		return rx_fail(r, RX_FULL_SCAN, "%s", r->unattr_why);
+	/* The rule, in one place (settle.c): nothing changed is dropped with exit 0. */
+	r->st.settle_done = 1;
+	r->st.verdict = settle(&r->st.tally, settle_table(), r->st.settled, sizeof(r->st.settled));
+	if (r->st.verdict == SETTLE_FULL_SCAN)
+		return rx_fail(r, RX_FULL_SCAN, "%s", r->st.settled);
 	t = now_sec();
 	rc = output_results(r, stdout);
 	if (!rc && fflush(stdout))

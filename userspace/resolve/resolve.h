@@ -17,6 +17,7 @@
 #include <sys/types.h>
 
 #include "htab.h"
+#include "settle.h"
 
 /* Exit status. */
 #define RX_OK		0
@@ -57,8 +58,9 @@ struct resolver;
 int rx_fail(struct resolver *r, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 /*
- * Changes past fs_bytes (rounded up to the change map's region, whose tail
- * past a filesystem's end is only granularity) are not attributable.
+ * Changes past fs_bytes into the tally: inside the change map's last region
+ * (its tail past a filesystem's end is only granularity) AT_GRAIN, past it
+ * AT_OUTSIDE.  Set, not added: call it once.
  */
 void rx_check_outside(struct resolver *r, uint64_t fs_bytes, const char *fs);
 
@@ -169,26 +171,14 @@ void item_drop(struct item *it);
 /* Iterate: for (i = 0; i < rs->cap; i++) if (rs->tab[i]) ... */
 
 /* ---- statistics and progress (stats.c) ---- */
-enum attr {
-	AT_DATA,	/* file data */
-	AT_INODES,	/* inode tables / inode chunks */
-	AT_DIR,		/* directory blocks */
-	AT_XATTR,	/* xattr blocks */
-	AT_MAPPING,	/* extent tree / bmbt blocks */
-	AT_TREE,	/* btrfs tree blocks */
-	AT_JOURNAL,	/* journal or log */
-	AT_FREE,	/* free space now */
-	AT_META,	/* other filesystem metadata */
-	AT_OUTSIDE,	/* past the end of the filesystem */
-	AT_UNKNOWN,	/* not attributed */
-	AT_NR,
-};
-
 enum phase { PH_SYNC, PH_MAP, PH_ANALYZE, PH_WALK, PH_RANGES, PH_OUTPUT, PH_NR };
 
 struct stats {
 	uint64_t changed_bytes, changed_ranges, changed_regions;
-	uint64_t attr[AT_NR];		/* changed bytes by attribution */
+	struct tally tally;		/* changed bytes by attribution (settle.h) */
+	int settle_done;		/* settle() ran: */
+	enum verdict verdict;		/* its answer from the tally */
+	char settled[256];		/* and what it said */
 	uint64_t journal_blocks;	/* home blocks found through the journal */
 	uint64_t journal_trans;		/* journal transactions that count */
 	uint64_t journal_rewalks;	/* walks redone: the journal moved */
@@ -269,14 +259,6 @@ struct resolver {
 	char err[1024];
 	int err_code;
 
-	/*
-	 * The rule (docs/resolve.md, "Nothing dropped"): changed bytes the
-	 * method could neither attribute nor list conservatively.  main ends
-	 * the run with exit 3 when this is not zero, whatever else was found.
-	 */
-	uint64_t unattributed;
-	char unattr_why[256];
-
 	/* Inodes about to be stat'ed (names.c), read ahead the way the
 	 * method knows (ext4: their inode-table blocks); NULL: none.  Only
 	 * when reads happen changes, never what is read.  method_ctx is the
@@ -284,15 +266,6 @@ struct resolver {
 	void (*ino_prefetch)(struct resolver *r, const uint64_t *ino, size_t n);
 	void *method_ctx;
 };
-
-/*
- * Record changed bytes that cannot be attributed with certainty (no owner,
- * an unparsable structure, past the end of the filesystem, a log that
- * moved): the run ends in exit 3 "full scan needed: <why>".  The first
- * reason is kept.
- */
-void rx_unattributed(struct resolver *r, uint64_t bytes, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
 
 /* cli.c: the command line. */
 extern const char resolve_usage[], resolve_help[];

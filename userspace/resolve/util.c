@@ -91,29 +91,18 @@ int rx_fail(struct resolver *r, int code, const char *fmt, ...)
 	return code;
 }
 
-void rx_unattributed(struct resolver *r, uint64_t bytes, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!bytes)
-		return;
-	if (!r->unattributed) {
-		va_start(ap, fmt);
-		vsnprintf(r->unattr_why, sizeof(r->unattr_why), fmt, ap);
-		va_end(ap);
-	}
-	r->unattributed += bytes;
-}
-
 void rx_check_outside(struct resolver *r, uint64_t fs_bytes, const char *fs)
 {
 	uint64_t g = r->region_bytes ? r->region_bytes : 1, end;
 	uint64_t bytes;
 
 	end = fs_bytes > UINT64_MAX - g ? UINT64_MAX : (fs_bytes + g - 1) / g * g;
+	r->st.tally.bytes[AT_GRAIN] = rs_overlap_bytes(&r->changed, fs_bytes, end - fs_bytes);
 	bytes = rs_overlap_bytes(&r->changed, end, UINT64_MAX - end);
-	rx_unattributed(r, bytes, "%llu changed bytes past the end of the %s filesystem (%llu bytes)",
-			(unsigned long long)bytes, fs, (unsigned long long)fs_bytes);
+	r->st.tally.bytes[AT_OUTSIDE] = 0;
+	tally_note(&r->st.tally, AT_OUTSIDE, bytes,
+		   "%llu changed bytes past the end of the %s filesystem (%llu bytes)",
+		   (unsigned long long)bytes, fs, (unsigned long long)fs_bytes);
 }
 
 /*
