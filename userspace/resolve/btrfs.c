@@ -63,6 +63,8 @@ struct dirpath {
 struct bctx {
 	struct resolver *r;
 	uint64_t devid, nodesize;
+	uint64_t commit_gen;		/* the last commit before the change
+					   map was read (btrfs_before_map) */
 	struct stripe_map *sm;
 	size_t nsm, smcap;
 	struct rangeset lchg;		/* changed logical bytes */
@@ -440,7 +442,7 @@ static int extent_item(struct bctx *b, const struct btrfs_ioctl_search_header *h
 		return 0;
 	if (!rs_overlaps(&b->lchg, start, len)) {
 		/* Near the changes, unchanged: written before the epoch. */
-		if ((flags & BTRFS_EXTENT_FLAG_TREE_BLOCK) && gen <= r->btrfs_gen &&
+		if ((flags & BTRFS_EXTENT_FLAG_TREE_BLOCK) && gen <= b->commit_gen &&
 		    gen > b->gen_before)
 			b->gen_before = gen;
 		return 0;
@@ -458,7 +460,7 @@ static int extent_item(struct bctx *b, const struct btrfs_ioctl_search_header *h
 			/* Written whole since the epoch: its generation bounds G. */
 			if (gen && (!b->gen_min || gen < b->gen_min))
 				b->gen_min = gen;
-		} else if (gen <= r->btrfs_gen && gen > b->gen_before) {
+		} else if (gen <= b->commit_gen && gen > b->gen_before) {
 			/* Committed before the map was read, yet not all
 			 * changed: written before the epoch. */
 			b->gen_before = gen;
@@ -505,7 +507,7 @@ static int gen_item(struct bctx *b, const struct btrfs_ioctl_search_header *h,
 	(void)ctx;
 	if (!extent_fields(b, h, d, &len, &gen, &flags))
 		return 0;
-	if ((flags & BTRFS_EXTENT_FLAG_TREE_BLOCK) && gen <= b->r->btrfs_gen &&
+	if ((flags & BTRFS_EXTENT_FLAG_TREE_BLOCK) && gen <= b->commit_gen &&
 	    gen > b->gen_before && !rs_covers(&b->lchg, h->objectid, len))
 		b->gen_before = gen;
 	return 0;
@@ -1091,17 +1093,31 @@ static int btrfs_resolve_fs(struct bctx *b)
 	return rc;
 }
 
-int btrfs_before_map(struct resolver *r)
+/* What btrfs notes before the change map is read (r->method_state). */
+struct btrfs_pre {
+	uint64_t gen;		/* the last committed generation */
+};
+
+static int btrfs_before_map(struct resolver *r)
 {
 	unsigned char sb[4096];
+	struct btrfs_pre *p;
 	int rc = raw_read(r, sb, sizeof(sb), 64 * 1024);
 
 	if (rc)
 		return rc;
 	if (memcmp(sb + 64, "_BHRfS_M", 8))
 		return rx_fail(r, RX_FULL_SCAN, "%s: no btrfs superblock", r->dev_path);
-	r->btrfs_gen = le64(sb + 72);
+	p = xcalloc(1, sizeof(*p));
+	p->gen = le64(sb + 72);
+	r->method_state = p;
 	return RX_OK;
+}
+
+static void btrfs_release(struct resolver *r)
+{
+	free(r->method_state);
+	r->method_state = NULL;
 }
 
 /* What a bctx holds (the resolve and the fuzz entry). */
@@ -1118,13 +1134,16 @@ static void bctx_free(struct bctx *b)
 	free(b->prefix);
 }
 
-int btrfs_resolve(struct resolver *r)
+static int btrfs_resolve(struct resolver *r)
 {
 	struct bctx b;
 	int rc;
 
 	memset(&b, 0, sizeof(b));
 	b.r = r;
+	if (!r->method_state)
+		return rx_fail(r, RX_ERROR, "btrfs: the generation before the change map was not read");
+	b.commit_gen = ((const struct btrfs_pre *)r->method_state)->gen;
 	rs_init(&b.lchg);
 	rs_init(&b.lchg_data);
 	rc = btrfs_resolve_fs(&b);
@@ -1179,11 +1198,11 @@ int btrfs_fuzz_items(const unsigned char *data, size_t size)
 
 	memset(&r, 0, sizeof(r));
 	r.dev_fd = r.mnt_fd = -1;
-	r.btrfs_gen = 100;
-	rs_init(&r.changed);
+		rs_init(&r.changed);
 	res_init(&r.res);
 	memset(&b, 0, sizeof(b));
 	b.r = &r;
+	b.commit_gen = 100;
 	b.devid = 1;
 	b.nodesize = 16384;
 	b.prefix = xstrdup("");
@@ -1249,3 +1268,14 @@ int btrfs_fuzz_items(const unsigned char *data, size_t size)
 	rs_free(&r.changed);
 	return bad;
 }
+
+static const char *const btrfs_fstypes[] = { "btrfs", NULL };
+
+const struct resolve_method btrfs_method = {
+	.name = "btrfs",
+	.fstypes = btrfs_fstypes,
+	.flags = RM_ANON_DEV,
+	.before_map = btrfs_before_map,
+	.resolve = btrfs_resolve,
+	.release = btrfs_release,
+};

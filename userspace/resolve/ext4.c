@@ -1276,7 +1276,7 @@ int ext4_fuzz_maps(ext2_filsys fs, unsigned max_inodes)
 	return rc;
 }
 
-int ext4_resolve(struct resolver *r)
+static int ext4_resolve(struct resolver *r)
 {
 	struct e4 c;
 	errcode_t err;
@@ -1328,3 +1328,11 @@ int ext4_resolve(struct resolver *r)
 	ext2fs_close_free(&c.fs);
 	return rc;
 }
+
+static const char *const ext4_fstypes[] = { "ext4", "ext3", "ext2", NULL };
+
+const struct resolve_method ext4_method = {
+	.name = "ext4",
+	.fstypes = ext4_fstypes,
+	.resolve = ext4_resolve,
+};

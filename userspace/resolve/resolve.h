@@ -237,8 +237,10 @@ struct resolver {
 	int mnt_fd;
 	uint64_t mnt_id;	/* statx mount id */
 
-	/* btrfs: generation of the last commit, read before the change map */
-	uint64_t btrfs_gen;
+	/* The method for fstype (methods.c), and what it keeps between its
+	 * hooks (its own type; freed by its release hook). */
+	const struct resolve_method *method;
+	void *method_state;
 
 	/* the change map */
 	uint64_t current_epoch, oldest_epoch;
@@ -411,12 +413,32 @@ int fiemap_item_ranges(struct resolver *r, struct dircur *cur, struct item *it,
 struct struct_ext2_filsys;
 uint64_t ext4_inode_block(struct struct_ext2_filsys *fs, uint64_t ino);
 
-/* Filesystem methods: fill r->res (inodes, reasons, ranges) and stats. */
-int ext4_resolve(struct resolver *r);
-int xfs_resolve(struct resolver *r);
-int btrfs_resolve(struct resolver *r);
-/* Before the change map is read: note the last committed generation. */
-int btrfs_before_map(struct resolver *r);
+/*
+ * A filesystem's method (one file each: ext4.c, xfs.c, btrfs.c), found by
+ * methods.c's table; main and the shared layers call only these hooks.
+ */
+struct resolve_method {
+	const char *name;
+	/* The filesystem types (libblkid's, mountinfo's) it reads. */
+	const char *const *fstypes;
+	unsigned flags;		/* RM_* */
+	/* Before the change map is read (may be NULL): what must be noted
+	 * first (btrfs: the last committed generation). */
+	int (*before_map)(struct resolver *r);
+	/* Fill r->res (inodes, reasons, ranges), the stats and the tally. */
+	int (*resolve)(struct resolver *r);
+	/* Free r->method_state (may be NULL). */
+	void (*release)(struct resolver *r);
+};
+
+enum {
+	RM_ANON_DEV = 1 << 0,	/* the mount's st_dev is not the device's:
+				   the method checks its devices itself */
+};
+
+extern const struct resolve_method ext4_method, xfs_method, btrfs_method;
+/* methods.c: the method reading fstype, or NULL. */
+const struct resolve_method *method_for(const char *fstype);
 
 /* output.c */
 /* Default output: a path starting with '/' is literal; one starting with

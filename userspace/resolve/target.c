@@ -391,12 +391,13 @@ static int probe_type(struct resolver *r)
 	return RX_OK;
 }
 
-static int same_family(const char *a, const char *b)
+/* A mount of type t is of the filesystem found (r->fstype): the same
+ * method reads both (ext2, ext3 and ext4 are one family). */
+static int same_family(const struct resolver *r, const char *t)
 {
-	int ea = !strcmp(a, "ext2") || !strcmp(a, "ext3") || !strcmp(a, "ext4");
-	int eb = !strcmp(b, "ext2") || !strcmp(b, "ext3") || !strcmp(b, "ext4");
+	const struct resolve_method *m = method_for(r->fstype);
 
-	return !strcmp(a, b) || (ea && eb);
+	return !strcmp(t, r->fstype) || (m && m == method_for(t));
 }
 
 int target_find_mount(struct resolver *r)
@@ -439,10 +440,10 @@ int target_find_mount(struct resolver *r)
 			r->mnt = NULL;
 			r->mnt_root = NULL;
 			found = 0;
-			if (!mount_is_ours(r, &m) || !same_family(m.fstype, r->fstype))
+			if (!mount_is_ours(r, &m) || !same_family(r, m.fstype))
 				continue;
 		} else {
-			if (!mount_is_ours(r, &m) || !same_family(m.fstype, r->fstype))
+			if (!mount_is_ours(r, &m) || !same_family(r, m.fstype))
 				continue;
 			/* Prefer a mount of the whole filesystem. */
 			if (found && (strcmp(m.root, "/") || !strcmp(r->mnt_root, "/")))
@@ -476,8 +477,9 @@ int target_find_mount(struct resolver *r)
 		return rx_fail(r, RX_ERROR, "%s: %s", r->mnt, strerror(errno));
 	if (fstat(r->mnt_fd, &st))
 		return rx_fail(r, RX_ERROR, "%s: %s", r->mnt, strerror(errno));
-	/* btrfs reports an anonymous st_dev; btrfs.c checks its devices. */
-	if (strcmp(r->fstype, "btrfs") && st.st_dev != r->devno)
+	/* btrfs reports an anonymous st_dev; its method checks its devices. */
+	if (!(method_for(r->fstype) && (method_for(r->fstype)->flags & RM_ANON_DEV)) &&
+	    st.st_dev != r->devno)
 		return rx_fail(r, RX_FULL_SCAN, "the filesystem mounted on %s is not on %s",
 			       r->mnt, r->dev_path);
 	if (statx(r->mnt_fd, "", AT_EMPTY_PATH, STATX_MNT_ID, &sx) || !(sx.stx_mask & STATX_MNT_ID))

@@ -1072,7 +1072,7 @@ static int xfs_resolve_fs(struct xctx *x)
 	return rc;
 }
 
-int xfs_resolve(struct resolver *r)
+static int xfs_resolve(struct resolver *r)
 {
 	struct xctx x;
 	int rc;
@@ -1093,3 +1093,11 @@ int xfs_resolve(struct resolver *r)
 	u64set_free(&x.st_logged);
 	return rc;
 }
+
+static const char *const xfs_fstypes[] = { "xfs", NULL };
+
+const struct resolve_method xfs_method = {
+	.name = "xfs",
+	.fstypes = xfs_fstypes,
+	.resolve = xfs_resolve,
+};
