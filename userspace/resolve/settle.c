@@ -47,6 +47,10 @@ const struct settle_row settle_rows[AT_NR] = {
 		"XFS without rmapbt: block map (bmbt) blocks, free space and AG metadata are in no "
 		"file's FIEMAP; a block map changes only when blocks are allocated, freed or "
 		"converted, which writes the inode (listed by its number) or the data itself" },
+	[AT_NOFSMAP] = { "in no GETFSMAP record (XFS, rmapbt)", SR_CONSERVATIVE,
+		"XFS with rmapbt: GETFSMAP reported no owner, not even free space; seen after a crash's "
+		"log recovery (8 KiB, resolve-crash); what it can change is as without rmapbt (row "
+		"above): accepted as before this table, counted and shown until its cause is known" },
 	[AT_OUTSIDE] = { "outside the filesystem", SR_FULL_SCAN,
 		"past the end of the filesystem: a resize not seen yet, or another user of the device" },
 	[AT_UNOWNED] = { "allocated, no owner", SR_FULL_SCAN,

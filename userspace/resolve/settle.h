@@ -28,6 +28,7 @@ enum attr {
 	AT_FREED,	/* btrfs: in a chunk, no extent item covers it now */
 	AT_GRAIN,	/* past the filesystem's end, inside its last region */
 	AT_UNMAPPED,	/* XFS without rmapbt: in no walked file's extents */
+	AT_NOFSMAP,	/* XFS with rmapbt: in no GETFSMAP record */
 	AT_OUTSIDE,	/* past the filesystem's end and its last region */
 	AT_UNOWNED,	/* ext4: allocated, outside static metadata, no owner */
 	AT_UNNAMED,	/* changed inodes (a count) whose name cannot be told */
