@@ -43,11 +43,13 @@ if [ -f "$state" ] && [ -f "$backup" ]; then
 	trap 'rm -f "$ranges"' EXIT
 	rc=0
 	if [ -n "$file" ]; then
-		# JSON Lines: keep this file's "ranges": [{"start": B, "length": B}].
+		# JSON Lines: keep this file's "ranges": [{"start", "length"}], in
+		# the record's "unit" (bytes; docs/json.md).
 		"$CHJ_RESOLVE" --since "$prev" --json "/dev/mapper/$name" >"$ranges.json" || rc=$?
 		if [ $rc -eq 0 ]; then
-			jq -r --arg f "$file" 'select(.path == $f) | .ranges[]? |
-				"\(.start) \(.length)"' "$ranges.json" >"$ranges"
+			jq -r --arg f "$file" 'select(.path == $f) |
+				if .ranges and .unit != "bytes" then error("ranges not in bytes")
+				else .ranges[]? | "\(.start) \(.length)" end' "$ranges.json" >"$ranges"
 		fi
 		rm -f "$ranges.json"
 	else

@@ -158,6 +158,9 @@ def resolve_output(path, mount):
             if not line.strip():
                 continue
             o = json.loads(line)
+            # docs/json.md: a ranges array's unit is its object's "unit".
+            if "ranges" in o and o.get("unit") != "bytes":
+                raise SystemExit(f"check: ranges without \"unit\": \"bytes\": {line!r}")
             listed.add(o["path"])
             recs[o["path"]] = o
     else:

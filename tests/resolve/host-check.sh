@@ -96,6 +96,8 @@ check() {
 	# The cache (used above where it applies) gives what a walk gives.
 	CHJ_RESOLVE_CACHE=off resolve "${ep[@]}" "$ch" -0 "$loop" >"$work/$n.out0-walk"
 	cmp "$work/$n.out0" "$work/$n.out0-walk" || { echo "name cache and walk disagree"; exit 1; }
+	python3 "$root/tests/tools/json-vocab.py" "$root/docs/json.md" chj-resolve <"$work/$n.json" ||
+		{ echo "FAIL: $n: --json keys not as docs/json.md says"; exit 1; }
 	if ! python3 "$TRUTH" check "$work/$3.json" "$work/$4.json" "$work/$n.out0" "$work/$n.json" \
 		--mount "$mnt" --writes "$work/$5" | tee "$work/$n.check"; then
 		echo "FAIL: $n misses changes or ranges"

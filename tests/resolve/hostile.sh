@@ -22,7 +22,8 @@
 #            CHJ_RESOLVE_CHANGES on a device that is not dm-chj it refuses
 #            (chj-resolve-test answers), and the name is not in the binary;
 #   unowned  (ext4) a changed block allocated to no inode: exit 3 (it was
-#            counted "unattributed" with exit 0);
+#            counted "unattributed" with exit 0); with its row of the
+#            settle table mutated to neutral, exit 0 (the mutation caught);
 #   maps     (ext4) malformed extent trees (a shared leaf, a torn leaf, a
 #            stale checksum) and a block map with a shared indirect
 #            block: the file listed with reason extent-map, or
@@ -420,7 +421,8 @@ ext4)
 	[ $rc != 0 ] && [ ! -s "$work/out" ] ||
 		fail "hooks: chj-resolve took CHJ_RESOLVE_CHANGES: exit $rc, $(tr -cd '\0' <"$work/out" | wc -c) paths"
 	grep -q 'not a device-mapper device' "$work/err" || fail "hooks: $(cat "$work/err")"
-	for h in CHJ_RESOLVE_CHANGES CHJ_RESOLVE_EPOCH CHJ_RESOLVE_DEBUG CHJ_RESOLVE_STORE_RACE CHJ_RESOLVE_PROGRESS_AFTER; do
+	for h in CHJ_RESOLVE_CHANGES CHJ_RESOLVE_EPOCH CHJ_RESOLVE_DEBUG CHJ_RESOLVE_STORE_RACE CHJ_RESOLVE_PROGRESS_AFTER \
+		CHJ_RESOLVE_SETTLE_NEUTRAL; do
 		! grep -q "$h" "$root/userspace/chj-resolve" || fail "hooks: $h in the installed binary"
 		grep -q "$h" "$RESOLVE" || fail "hooks: $h not in $RESOLVE (the check above proves nothing)"
 	done
@@ -438,6 +440,12 @@ ext4)
 	resolve CHJ_RESOLVE_CACHE=off
 	[ $rc = 3 ] || fail "a changed block without owner: exit $rc"
 	grep -q 'full scan needed: .*no owner' "$work/err" || fail "$(cat "$work/err")"
+	# The mutation: that row of settle.c's table declared neutral
+	# (chj-resolve-test's CHJ_RESOLVE_SETTLE_NEUTRAL) gives exit 0, which
+	# the check above fails: the exit 3 is the table's doing.
+	resolve CHJ_RESOLVE_CACHE=off CHJ_RESOLVE_SETTLE_NEUTRAL="allocated, no owner"
+	[ $rc = 0 ] || fail "unowned, its row mutated to neutral: exit $rc, not the 0 the check above catches"
+	echo "unowned: exit 3; with its row wrongly neutral exit 0 (the mutation caught)"
 	;;
 esac
 
@@ -449,6 +457,8 @@ ext4|xfs|xfs-normap)
 	resolve CHJ_RESOLVE_CACHE=off
 	[ $rc = 3 ] || fail "a change past the filesystem's end: exit $rc"
 	grep -q 'full scan needed: .*past the end' "$work/err" || fail "$(cat "$work/err")"
+	resolve CHJ_RESOLVE_CACHE=off CHJ_RESOLVE_SETTLE_NEUTRAL="outside the filesystem"
+	[ $rc = 0 ] || fail "outside, its row mutated to neutral: exit $rc, not the 0 the check above catches"
 	;;
 esac
 

@@ -207,6 +207,51 @@ START_TEST(changes_output_formats)
 }
 END_TEST
 
+/*
+ * The JSON of chj's command (in out) against docs/json.md's vocabulary
+ * (tests/tools/json-vocab.py): every key printed is documented, in the
+ * one key style, and with all, every key documented is printed.
+ */
+static void json_vocabulary_ok(const char *cmd, int all)
+{
+	char path[] = "/tmp/chj-vocab-XXXXXX", sh[256];
+	int fd = mkstemp(path), rc;
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, out, strlen(out)), (ssize_t)strlen(out));
+	close(fd);
+	snprintf(sh, sizeof(sh), "python3 ../tests/tools/json-vocab.py ../docs/json.md %s %s <%s",
+		 cmd, all ? "--all" : "", path);
+	rc = system(sh);
+	unlink(path);
+	ck_assert_msg(rc == 0, "%s --json: keys not as docs/json.md says: %s", cmd, out);
+}
+
+/* chj changes and chj dump speak docs/json.md's vocabulary, old keys too. */
+START_TEST(json_one_vocabulary)
+{
+	struct timg t;
+	int fd;
+
+	timg_init(&t, 1024, 131072, 8);
+	timg_mark(&t, 3, 2);
+	timg_checkpoint(&t);
+	fd = open(img, O_WRONLY);
+	ck_assert_int_eq(pwrite(fd, t.buf, t.len, 0), (ssize_t)t.len);
+	close(fd);
+	timg_free(&t);
+	ck_assert_int_eq(chj("changes", "--since=1", "--json", "--metadata", img, NULL), 0);
+	json_vocabulary_ok("changes", 1);
+	ck_assert_int_eq(chj("dump", "--json", img, NULL), 0);
+	json_vocabulary_ok("dump", 1);
+	ck_assert_ptr_nonnull(strstr(out, "\"region_size_bytes\": 4096,"));
+	ck_assert_ptr_nonnull(strstr(out, "\"current_marked_regions\": 0,"));
+	/* The checker itself: a key it does not know fails. */
+	ck_assert_int_ne(system("echo '{\"current_epoch\": 1, \"regionSize\": 1}' | "
+				"python3 ../tests/tools/json-vocab.py ../docs/json.md changes >/dev/null"), 0);
+}
+END_TEST
+
 START_TEST(check_exit_codes)
 {
 	int fd;
@@ -677,6 +722,7 @@ Suite *suite_cli(void)
 	tcase_add_test(tc, one_release_number);
 	tcase_add_test(tc, readme_layout_complete);
 	tcase_add_test(tc, json_non_utf8_name);
+	tcase_add_test(tc, json_one_vocabulary);
 	tcase_add_test(tc, metadata_size);
 	tcase_add_test(tc, live_commands_fail_cleanly_without_dm);
 	tcase_add_test(tc, export_errors_leave_nothing);

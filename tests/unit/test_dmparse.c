@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0 OR MIT
 /* Parsing of the target's table and status lines (no kernel needed). */
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/sysmacros.h>
 
 #include "suites.h"
@@ -88,6 +91,35 @@ START_TEST(table_round_trip)
 }
 END_TEST
 
+/*
+ * chj status names the mount of a device that bypasses the tracker: the
+ * kernel writes a mount point's space, tab, newline and backslash as
+ * octal escapes in mountinfo, and the name printed is the real one.
+ */
+START_TEST(mount_point_escaped)
+{
+	char path[] = "/tmp/chj-mountinfo-XXXXXX", mnt[256];
+	FILE *f;
+	int fd = mkstemp(path);
+
+	ck_assert_int_ge(fd, 0);
+	f = fdopen(fd, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs("22 1 0:21 / /proc rw,nosuid shared:12 - proc proc rw\n", f);
+	fputs("31 1 253:2 / /mnt/first\\040copy rw,relatime shared:1 - ext4 /dev/mapper/b rw\n", f);
+	fputs("32 1 253:2 / /mnt/second rw,relatime shared:1 - ext4 /dev/mapper/b rw\n", f);
+	fputs("33 1 253:3 /sub /mnt/tab\\011and\\134slash rw - xfs /dev/dm-3 rw\n", f);
+	fclose(f);
+	ck_assert_int_eq(chj_mount_point(path, makedev(253, 2), mnt, sizeof(mnt)), 1);
+	ck_assert_str_eq(mnt, "/mnt/first copy");
+	ck_assert_int_eq(chj_mount_point(path, makedev(253, 3), mnt, sizeof(mnt)), 1);
+	ck_assert_str_eq(mnt, "/mnt/tab\tand\\slash");
+	ck_assert_int_eq(chj_mount_point(path, makedev(253, 4), mnt, sizeof(mnt)), 0);
+	unlink(path);
+	ck_assert_int_eq(chj_mount_point(path, makedev(253, 2), mnt, sizeof(mnt)), -1);
+}
+END_TEST
+
 Suite *suite_dmparse(void)
 {
 	Suite *s = suite_create("dm-parse");
@@ -97,6 +129,7 @@ Suite *suite_dmparse(void)
 	tcase_add_test(tc, status_line_bad);
 	tcase_add_test(tc, table_line);
 	tcase_add_test(tc, table_round_trip);
+	tcase_add_test(tc, mount_point_escaped);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -99,24 +99,30 @@ static void dump_json(const struct chj_dump *d, const char *path)
 	printf("], \"copy_in_force\": %d, \"seq\": %llu, \"uuid\": \"%s\", \"all_changed\": %s,\n",
 	       d->copies.best, (unsigned long long)sb->seq, uuid,
 	       sb->flags & CHJ_SB_F_ALL_CHANGED ? "true" : "false");
-	printf(" \"region_sectors\": %u, \"origin_sectors\": %llu, \"nr_regions\": %llu,\n",
-	       sb->region_sectors, (unsigned long long)sb->origin_sectors,
-	       (unsigned long long)sb->nr_regions);
-	printf(" \"metadata_blocks\": %llu, \"bitmap_start\": %llu, \"bitmap_blocks\": %llu, "
-	       "\"journal_start\": %llu, \"journal_blocks\": %llu,\n",
+	printf(" \"region_sectors\": %u, \"region_size_bytes\": %llu, \"origin_sectors\": %llu, \"nr_regions\": %llu,\n",
+	       sb->region_sectors, (unsigned long long)sb->region_sectors << CHJ_SECTOR_SHIFT,
+	       (unsigned long long)sb->origin_sectors, (unsigned long long)sb->nr_regions);
+	printf(" \"metadata_blocks\": %llu, \"bitmap_start_block\": %llu, \"bitmap_blocks\": %llu, "
+	       "\"journal_start_block\": %llu, \"journal_blocks\": %llu,\n",
 	       (unsigned long long)sb->metadata_blocks, (unsigned long long)sb->bitmap_start,
 	       (unsigned long long)sb->bitmap_blocks, (unsigned long long)sb->journal_start,
 	       (unsigned long long)sb->journal_blocks);
-	printf(" \"current_epoch\": %llu, \"oldest_epoch\": %llu, \"journal_head\": %llu, "
-	       "\"journal_tail\": %llu, \"journal_ok\": %s,\n",
+	printf(" \"current_epoch\": %llu, \"oldest_epoch\": %llu, \"journal_head_seq\": %llu, "
+	       "\"journal_tail_seq\": %llu, \"journal_ok\": %s,\n",
 	       (unsigned long long)sb->current_epoch, (unsigned long long)sb->oldest_epoch,
 	       (unsigned long long)sb->journal_head, (unsigned long long)sb->journal_tail,
 	       d->journal_ok ? "true" : "false");
-	printf(" \"format_time\": %llu, \"epoch_start_time\": %llu, \"current_marked\": %llu, "
-	       "\"damaged_bitmap_blocks\": %llu,\n \"epochs\": [",
+	printf(" \"format_time\": %llu, \"epoch_start_time\": %llu, \"current_marked_regions\": %llu, "
+	       "\"damaged_bitmap_blocks\": %llu,\n",
 	       (unsigned long long)sb->format_time, (unsigned long long)sb->epoch_start_time,
 	       (unsigned long long)d->current_marked,
 	       (unsigned long long)d->damaged_bitmap_blocks);
+	/* The keys of release 1.0.0, kept for one release (docs/json.md). */
+	printf(" \"bitmap_start\": %llu, \"journal_start\": %llu, \"journal_head\": %llu, "
+	       "\"journal_tail\": %llu, \"current_marked\": %llu,\n \"epochs\": [",
+	       (unsigned long long)sb->bitmap_start, (unsigned long long)sb->journal_start,
+	       (unsigned long long)sb->journal_head, (unsigned long long)sb->journal_tail,
+	       (unsigned long long)d->current_marked);
 	for (size_t i = 0; i < d->nr_epochs; i++)
 		printf("%s\n  {\"epoch\": %llu, \"blocks\": %llu, \"extents\": %llu, \"regions\": %llu}",
 		       i ? "," : "", (unsigned long long)d->epochs[i].epoch,

@@ -17,11 +17,25 @@ struct row {
 enum { C_NAME, C_ORIGIN, C_META, C_REGION, C_EPOCH, C_OLDEST, C_MARKED, C_REGIONS,
        C_JUSED, C_JBLOCKS, C_MODE, C_MARK_AHEAD, C_FEATURES, NCOLS };
 
-static const struct { const char *name; int num; } cols[NCOLS] = {
-	{ "NAME", 0 }, { "ORIGIN", 0 }, { "METADATA", 0 }, { "REGION-SIZE", 1 },
-	{ "EPOCH", 1 }, { "OLDEST", 1 }, { "MARKED", 1 }, { "REGIONS", 1 },
-	{ "JOURNAL-USED", 1 }, { "JOURNAL-BLOCKS", 1 }, { "MODE", 0 },
-	{ "MARK-AHEAD", 1 }, { "FEATURES", 0 },
+/*
+ * The table's headers, and its JSON keys (docs/json.md: one key style,
+ * units in the names); old: the key release 1.0.0 gave it, printed too for
+ * one release (scripts may read it), NULL when the key did not change.
+ */
+static const struct { const char *name, *key, *old; int num; } cols[NCOLS] = {
+	{ "NAME", "name", NULL, 0 },
+	{ "ORIGIN", "origin", NULL, 0 },
+	{ "METADATA", "metadata", NULL, 0 },
+	{ "REGION-SIZE", "region_size_bytes", "region-size", 1 },
+	{ "EPOCH", "current_epoch", "epoch", 1 },
+	{ "OLDEST", "oldest_epoch", "oldest", 1 },
+	{ "MARKED", "marked_regions", "marked", 1 },
+	{ "REGIONS", "nr_regions", "regions", 1 },
+	{ "JOURNAL-USED", "journal_used_blocks", "journal-used", 1 },
+	{ "JOURNAL-BLOCKS", "journal_blocks", "journal-blocks", 1 },
+	{ "MODE", "mode", NULL, 0 },
+	{ "MARK-AHEAD", "mark_ahead_regions", "mark-ahead", 1 },
+	{ "FEATURES", "features", NULL, 0 },
 };
 
 static void devname(dev_t d, char *buf, size_t len)
@@ -57,7 +71,22 @@ static int add_row(struct libscols_table *tb, const struct row *r, int json)
 	snprintf(v[C_FEATURES], sizeof(v[0]), "%s", r->t.other_features);
 	for (int i = 0; i < NCOLS && !rc; i++)
 		rc = scols_line_set_data(ln, i, v[i]);
+	/* JSON: the old keys' columns after the new ones, in cols' order. */
+	for (int i = 0, k = NCOLS; json && i < NCOLS && !rc; i++)
+		if (cols[i].old)
+			rc = scols_line_set_data(ln, k++, v[i]);
 	return rc;
+}
+
+static int add_column(struct libscols_table *tb, const char *name, int num)
+{
+	struct libscols_column *cl = scols_table_new_column(tb, name, 0, num ? SCOLS_FL_RIGHT : 0);
+
+	if (!cl)
+		return -1;
+	if (num)
+		scols_column_set_json_type(cl, SCOLS_JSON_NUMBER);
+	return 0;
 }
 
 static int print_table(const struct row *rows, size_t n, int json)
@@ -69,15 +98,11 @@ static int print_table(const struct row *rows, size_t n, int json)
 		scols_table_enable_json(tb, 1);
 		scols_table_set_name(tb, "chj");
 	}
-	for (int i = 0; i < NCOLS && !rc; i++) {
-		struct libscols_column *cl = scols_table_new_column(tb, cols[i].name, 0,
-								     cols[i].num ? SCOLS_FL_RIGHT : 0);
-
-		if (!cl)
-			rc = -1;
-		else if (cols[i].num)
-			scols_column_set_json_type(cl, SCOLS_JSON_NUMBER);
-	}
+	for (int i = 0; i < NCOLS && !rc; i++)
+		rc = add_column(tb, json ? cols[i].key : cols[i].name, cols[i].num);
+	for (int i = 0; json && i < NCOLS && !rc; i++)
+		if (cols[i].old)
+			rc = add_column(tb, cols[i].old, cols[i].num);
 	for (size_t i = 0; i < n && !rc; i++)
 		rc = add_row(tb, &rows[i], json);
 	if (!rc)
@@ -89,22 +114,7 @@ static int print_table(const struct row *rows, size_t n, int json)
 /* Where block device dev is mounted (the first mount), or 0 if it is not. */
 static int mounted_at(dev_t dev, char *mnt, size_t len)
 {
-	FILE *f = fopen("/proc/self/mountinfo", "re");
-	char line[4096], m[2048];
-	int found = 0;
-
-	while (f && !found && fgets(line, sizeof(line), f)) {
-		unsigned maj, min;
-
-		if (sscanf(line, "%*d %*d %u:%u %*s %2047s", &maj, &min, m) == 3 &&
-		    makedev(maj, min) == dev) {
-			snprintf(mnt, len, "%s", m);
-			found = 1;
-		}
-	}
-	if (f)
-		fclose(f);
-	return found;
+	return chj_mount_point(NULL, dev, mnt, len) == 1;
 }
 
 /* The first line of a sysfs file, without its newline; 0 if read. */

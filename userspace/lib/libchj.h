@@ -377,6 +377,15 @@ int chj_wipe_signatures(const char *path, struct chj_error *e);
 int chj_dev_size(const char *path, uint64_t *bytes, dev_t *rdev,
 		 struct chj_error *e);
 
+/* ---- mounts (libmount) ---- */
+/*
+ * The mount point of the first mount of block device dev, as the kernel
+ * names it (escapes undone), in mnt: 1, or 0 when dev is not mounted, -1
+ * when the table cannot be read.  mountinfo: a file in /proc/PID/mountinfo
+ * format, NULL for /proc/self/mountinfo.
+ */
+int chj_mount_point(const char *mountinfo, dev_t dev, char *mnt, size_t len);
+
 /* ---- JSON ---- */
 /*
  * Write s as a JSON string: control characters escaped, valid UTF-8 as is,

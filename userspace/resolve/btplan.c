@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "btplan.h"
+#include "bytes.h"
 #include "resolve.h"
 
 #define PT_INTERIOR_INDEX	2
@@ -74,16 +75,6 @@ static void advise_all(const struct bt_src *s, const struct u32v *a)
 			;
 		s->advise(s->ctx, a->v[i], (uint32_t)(j - i));
 	}
-}
-
-static uint32_t be16(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 8 | p[1];
-}
-
-static uint32_t be32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
 
 /* A SQLite varint at p, at most len bytes: its length, or 0. */

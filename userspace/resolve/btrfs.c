@@ -64,6 +64,8 @@ struct dirpath {
 struct bctx {
 	struct resolver *r;
 	uint64_t devid, nodesize;
+	uint64_t commit_gen;		/* the last commit before the change
+					   map was read (btrfs_before_map) */
 	struct stripe_map *sm;
 	size_t nsm, smcap;
 	struct rangeset lchg;		/* changed logical bytes */
@@ -409,18 +411,18 @@ static int map_changes(struct bctx *b)
 			if (m->type & BTRFS_BLOCK_GROUP_DATA)
 				rs_add(&b->lchg_data, m->logical + (a - m->phys), e - a);
 			if (m->type & BTRFS_BLOCK_GROUP_SYSTEM)
-				r->st.attr[AT_META] += e - a;
+				tally_add(&r->st.tally, AT_META, e - a);
 		}
 	}
 	rs_normalize(&b->lchg);
 	rs_normalize(&b->lchg_data);
 	rs_normalize(&mapped);
 	for (size_t i = 0; i < sizeof(sbs) / sizeof(sbs[0]); i++)
-		r->st.attr[AT_META] += rs_overlap_bytes(&r->changed, sbs[i], 4096);
+		tally_add(&r->st.tally, AT_META, rs_overlap_bytes(&r->changed, sbs[i], 4096));
 	/* Changed space in no chunk: unallocated. */
 	for (size_t k = 0; k < r->changed.n; k++)
-		r->st.attr[AT_FREE] += r->changed.v[k].len -
-			rs_overlap_bytes(&mapped, r->changed.v[k].start, r->changed.v[k].len);
+		tally_add(&r->st.tally, AT_FREE, r->changed.v[k].len -
+			  rs_overlap_bytes(&mapped, r->changed.v[k].start, r->changed.v[k].len));
 	rs_free(&mapped);
 	return RX_OK;
 }
@@ -458,7 +460,7 @@ static int extent_item(struct bctx *b, const struct btrfs_ioctl_search_header *h
 		return 0;
 	if (!rs_overlaps(&b->lchg, start, len)) {
 		/* Near the changes, unchanged: written before the epoch. */
-		if ((flags & BTRFS_EXTENT_FLAG_TREE_BLOCK) && gen <= r->btrfs_gen &&
+		if ((flags & BTRFS_EXTENT_FLAG_TREE_BLOCK) && gen <= b->commit_gen &&
 		    gen > b->gen_before)
 			b->gen_before = gen;
 		return 0;
@@ -469,14 +471,14 @@ static int extent_item(struct bctx *b, const struct btrfs_ioctl_search_header *h
 			return 0;
 		xgrow((void **)&b->dext, &b->dcap, b->ndext + 1, sizeof(*b->dext));
 		b->dext[b->ndext++] = start;
-		r->st.attr[AT_DATA] += rs_overlap_bytes(&b->lchg, start, len);
+		tally_add(&r->st.tally, AT_DATA, rs_overlap_bytes(&b->lchg, start, len));
 	} else if (flags & BTRFS_EXTENT_FLAG_TREE_BLOCK) {
-		r->st.attr[AT_TREE] += rs_overlap_bytes(&b->lchg, start, len);
+		tally_add(&r->st.tally, AT_TREE, rs_overlap_bytes(&b->lchg, start, len));
 		if (rs_covers(&b->lchg, start, len)) {
 			/* Written whole since the epoch: its generation bounds G. */
 			if (gen && (!b->gen_min || gen < b->gen_min))
 				b->gen_min = gen;
-		} else if (gen <= r->btrfs_gen && gen > b->gen_before) {
+		} else if (gen <= b->commit_gen && gen > b->gen_before) {
 			/* Committed before the map was read, yet not all
 			 * changed: written before the epoch. */
 			b->gen_before = gen;
@@ -523,7 +525,7 @@ static int gen_item(struct bctx *b, const struct btrfs_ioctl_search_header *h,
 	(void)ctx;
 	if (!extent_fields(b, h, d, &len, &gen, &flags))
 		return 0;
-	if ((flags & BTRFS_EXTENT_FLAG_TREE_BLOCK) && gen <= b->r->btrfs_gen &&
+	if ((flags & BTRFS_EXTENT_FLAG_TREE_BLOCK) && gen <= b->commit_gen &&
 	    gen > b->gen_before && !rs_covers(&b->lchg, h->objectid, len))
 		b->gen_before = gen;
 	return 0;
@@ -854,8 +856,9 @@ static const char *dir_path_depth(struct bctx *b, uint64_t root, uint64_t dir, u
 	if (!full && top) {
 		/* A directory of a reachable subvolume that cannot be named:
 		 * what it holds would be left out (the rule). */
-		rx_unattributed(b->r, 1, "btrfs: directory %llu of subvolume %llu cannot be named",
-				(unsigned long long)dir, (unsigned long long)root);
+		tally_note(&b->r->st.tally, AT_UNNAMED, 1,
+			   "btrfs: directory %llu of subvolume %llu cannot be named",
+			   (unsigned long long)dir, (unsigned long long)root);
 	}
 	free(top);
 	free(in);
@@ -898,8 +901,9 @@ static void ref_path(struct bctx *b, struct ref_ctx *rc, uint64_t parent, const 
 	 */
 	if (!nl || nl > 255 || memchr(name, '/', nl) || memchr(name, 0, nl) ||
 	    (name[0] == '.' && (nl == 1 || (nl == 2 && name[1] == '.')))) {
-		rx_unattributed(b->r, 1, "btrfs: inode %llu of subvolume %llu has a name that is not a path component",
-				(unsigned long long)rc->it->ino, (unsigned long long)rc->it->root);
+		tally_note(&b->r->st.tally, AT_UNNAMED, 1,
+			   "btrfs: inode %llu of subvolume %llu has a name that is not a path component",
+			   (unsigned long long)rc->it->ino, (unsigned long long)rc->it->root);
 		return;
 	}
 	d = dir_path(b, rc->it->root, parent);
@@ -1111,11 +1115,12 @@ static int btrfs_resolve_fs(struct bctx *b)
 	{
 		uint64_t known = 0;
 
-		for (int a = 0; a < AT_UNKNOWN; a++)
-			known += r->st.attr[a];
+		for (int a = 0; a < AT_NR; a++)
+			if (a != AT_UNNAMED)
+				known += r->st.tally.bytes[a];
 		/* Changed space in chunks that holds no extent now: freed. */
 		if (known < r->st.changed_bytes)
-			r->st.attr[AT_FREE] += r->st.changed_bytes - known;
+			tally_add(&r->st.tally, AT_FREED, r->st.changed_bytes - known);
 	}
 	r->st.phase[PH_ANALYZE] = now_sec() - r->t0 - r->st.phase[PH_SYNC] - r->st.phase[PH_MAP];
 
@@ -1149,17 +1154,31 @@ static int btrfs_resolve_fs(struct bctx *b)
 	return rc;
 }
 
-int btrfs_before_map(struct resolver *r)
+/* What btrfs notes before the change map is read (r->method_state). */
+struct btrfs_pre {
+	uint64_t gen;		/* the last committed generation */
+};
+
+static int btrfs_before_map(struct resolver *r)
 {
 	unsigned char sb[4096];
+	struct btrfs_pre *p;
 	int rc = raw_read(r, sb, sizeof(sb), 64 * 1024);
 
 	if (rc)
 		return rc;
 	if (memcmp(sb + 64, "_BHRfS_M", 8))
 		return rx_fail(r, RX_FULL_SCAN, "%s: no btrfs superblock", r->dev_path);
-	r->btrfs_gen = le64(sb + 72);
+	p = xcalloc(1, sizeof(*p));
+	p->gen = le64(sb + 72);
+	r->method_state = p;
 	return RX_OK;
+}
+
+static void btrfs_release(struct resolver *r)
+{
+	free(r->method_state);
+	r->method_state = NULL;
 }
 
 /* What a bctx holds (the resolve and the fuzz entry). */
@@ -1176,13 +1195,16 @@ static void bctx_free(struct bctx *b)
 	free(b->prefix);
 }
 
-int btrfs_resolve(struct resolver *r)
+static int btrfs_resolve(struct resolver *r)
 {
 	struct bctx b;
 	int rc;
 
 	memset(&b, 0, sizeof(b));
 	b.r = r;
+	if (!r->method_state)
+		return rx_fail(r, RX_ERROR, "btrfs: the generation before the change map was not read");
+	b.commit_gen = ((const struct btrfs_pre *)r->method_state)->gen;
 	rs_init(&b.lchg);
 	rs_init(&b.lchg_data);
 	rc = btrfs_resolve_fs(&b);
@@ -1237,11 +1259,11 @@ int btrfs_fuzz_items(const unsigned char *data, size_t size)
 
 	memset(&r, 0, sizeof(r));
 	r.dev_fd = r.mnt_fd = -1;
-	r.btrfs_gen = 100;
-	rs_init(&r.changed);
+		rs_init(&r.changed);
 	res_init(&r.res);
 	memset(&b, 0, sizeof(b));
 	b.r = &r;
+	b.commit_gen = 100;
 	b.devid = 1;
 	b.nodesize = 16384;
 	b.prefix = xstrdup("");
@@ -1307,3 +1329,14 @@ int btrfs_fuzz_items(const unsigned char *data, size_t size)
 	rs_free(&r.changed);
 	return bad;
 }
+
+static const char *const btrfs_fstypes[] = { "btrfs", NULL };
+
+const struct resolve_method btrfs_method = {
+	.name = "btrfs",
+	.fstypes = btrfs_fstypes,
+	.flags = RM_ANON_DEV,
+	.before_map = btrfs_before_map,
+	.resolve = btrfs_resolve,
+	.release = btrfs_release,
+};

@@ -603,7 +603,7 @@ static void claim(struct e4 *c, struct owner *o, uint64_t start, uint64_t len, i
 		got = c->remaining;
 	c->remaining -= got;
 	a = o->special ? AT_META : mapping ? AT_MAPPING : t == FT_DIR ? AT_DIR : AT_DATA;
-	c->r->st.attr[a] += rs_overlap_bytes(&c->r->changed, start, len);
+	tally_add(&c->r->st.tally, a, rs_overlap_bytes(&c->r->changed, start, len));
 	if (o->special)
 		return;
 	o->hit |= owner_reason(o, mapping);
@@ -641,7 +641,7 @@ static void own_ea(struct e4 *c, struct owner *o, uint64_t blk)
 		uint64_t got = rs_overlap_bytes(&c->other_alloc, start, c->bs);
 
 		c->remaining -= got > c->remaining ? c->remaining : got;
-		c->r->st.attr[AT_XATTR] += rs_overlap_bytes(&c->r->changed, start, c->bs);
+		tally_add(&c->r->st.tally, AT_XATTR, rs_overlap_bytes(&c->r->changed, start, c->bs));
 	}
 	b = xmalloc(c->bs);
 	if (io_channel_read_blk64(c->fs->io, blk, 1, b) || le32(b) != EA_MAGIC || le32(b + 4) != 1)
@@ -1076,30 +1076,20 @@ static void account(struct e4 *c)
 {
 	struct resolver *r = c->r;
 	struct rangeset unattr;
-	uint64_t in_fs = 0;
 
 	rs_init(&unattr);
 	for (size_t i = 0; i < r->changed.n; i++) {
 		struct range g = r->changed.v[i];
 
-		r->st.attr[AT_INODES] += rs_overlap_bytes(&c->itable, g.start, g.len);
-		r->st.attr[AT_META] += rs_overlap_bytes(&c->statmeta, g.start, g.len);
-		r->st.attr[AT_JOURNAL] += rs_overlap_bytes(&c->journal, g.start, g.len);
-		if (g.start < c->fs_bytes)
-			in_fs += g.len < c->fs_bytes - g.start ? g.len : c->fs_bytes - g.start;
+		tally_add(&r->st.tally, AT_INODES, rs_overlap_bytes(&c->itable, g.start, g.len));
+		tally_add(&r->st.tally, AT_META, rs_overlap_bytes(&c->statmeta, g.start, g.len));
+		tally_add(&r->st.tally, AT_JOURNAL, rs_overlap_bytes(&c->journal, g.start, g.len));
 	}
-	r->st.attr[AT_OUTSIDE] = r->st.changed_bytes - in_fs;
 	/* Changed blocks outside static metadata and free in the bitmap. */
 	rs_subtract(&unattr, &c->other, &c->other_alloc);
 	for (size_t i = 0; i < unattr.n; i++)
-		r->st.attr[AT_FREE] += rs_overlap_bytes(&r->changed, unattr.v[i].start, unattr.v[i].len);
-	{
-		uint64_t known = 0;
-
-		for (int a = 0; a < AT_UNKNOWN; a++)
-			known += r->st.attr[a];
-		r->st.attr[AT_UNKNOWN] = known < r->st.changed_bytes ? r->st.changed_bytes - known : 0;
-	}
+		tally_add(&r->st.tally, AT_FREE,
+			  rs_overlap_bytes(&r->changed, unattr.v[i].start, unattr.v[i].len));
 	rs_free(&unattr);
 }
 
@@ -1112,7 +1102,7 @@ static void unowned(struct e4 *c)
 {
 	struct resolver *r = c->r;
 	struct rangeset a, b;
-	uint64_t bytes = 0;
+	uint64_t in_a = 0, bytes = 0;
 
 	rs_init(&a);
 	rs_init(&b);
@@ -1120,13 +1110,16 @@ static void unowned(struct e4 *c)
 	rs_normalize(&c->orphaned);
 	rs_subtract(&a, &c->other_alloc, &c->owned);
 	rs_subtract(&b, &a, &c->orphaned);
+	for (size_t i = 0; i < a.n; i++)
+		in_a += rs_overlap_bytes(&c->changed, a.v[i].start, a.v[i].len);
 	for (size_t i = 0; i < b.n; i++)
 		bytes += rs_overlap_bytes(&c->changed, b.v[i].start, b.v[i].len);
+	tally_add(&r->st.tally, AT_ORPHAN, in_a - bytes);
 	if (b.n)
-		rx_unattributed(r, bytes ? bytes : b.v[0].len,
-				"%llu changed blocks of the ext4 filesystem have no owner (first at byte %llu)",
-				(unsigned long long)(rs_total(&b) / c->bs),
-				(unsigned long long)b.v[0].start);
+		tally_note(&r->st.tally, AT_UNOWNED, bytes ? bytes : b.v[0].len,
+			   "%llu changed blocks of the ext4 filesystem have no owner (first at byte %llu)",
+			   (unsigned long long)(rs_total(&b) / c->bs),
+			   (unsigned long long)b.v[0].start);
 	rs_free(&a);
 	rs_free(&b);
 	rx_check_outside(r, c->fs_bytes, "ext4");
@@ -1283,7 +1276,7 @@ int ext4_fuzz_maps(ext2_filsys fs, unsigned max_inodes)
 	return rc;
 }
 
-int ext4_resolve(struct resolver *r)
+static int ext4_resolve(struct resolver *r)
 {
 	struct e4 c;
 	errcode_t err;
@@ -1335,3 +1328,11 @@ int ext4_resolve(struct resolver *r)
 	ext2fs_close_free(&c.fs);
 	return rc;
 }
+
+static const char *const ext4_fstypes[] = { "ext4", "ext3", "ext2", NULL };
+
+const struct resolve_method ext4_method = {
+	.name = "ext4",
+	.fstypes = ext4_fstypes,
+	.resolve = ext4_resolve,
+};

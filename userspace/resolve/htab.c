@@ -2,18 +2,25 @@
 /* htab: find an entry of the caller's array by its key's hash (htab.h). */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "htab.h"
 #include "resolve.h"
 
-uint64_t ht_hash_u64(uint64_t a)
+/* splitmix64's finaliser: every bit of the key moves the low bits the
+ * table indexes by. */
+uint64_t ht_hash_u64(uint64_t x)
 {
-	return hash64(a);
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ull;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
 }
 
 uint64_t ht_hash_pair(uint64_t a, uint64_t b)
 {
-	return hash64(a ^ hash64(b + 0x9e3779b97f4a7c15ull));
+	return ht_hash_u64(a ^ ht_hash_u64(b + 0x9e3779b97f4a7c15ull));
 }
 
 uint64_t ht_hash_str(const char *s)
@@ -22,7 +29,7 @@ uint64_t ht_hash_str(const char *s)
 
 	for (; *s; s++)
 		h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
-	return hash64(h);
+	return ht_hash_u64(h);
 }
 
 static void slot_put(struct htab_slot *s, size_t cap, uint32_t hash, uint32_t idx1)
@@ -91,4 +98,48 @@ void ht_free(struct htab *h)
 	free(h->s);
 	h->s = NULL;
 	h->cap = h->n = 0;
+}
+
+/* ---- u64set: a set of 64-bit keys on the table ---- */
+
+size_t u64set_index(const struct u64set *s, uint64_t key)
+{
+	uint64_t h = ht_hash_u64(key);
+	size_t c;
+
+	for (size_t i = ht_first(&s->idx, h, &c); i != HT_NONE; i = ht_next(&s->idx, h, &c))
+		if (s->key[i] == key)
+			return i;
+	return HT_NONE;
+}
+
+int u64set_has(const struct u64set *s, uint64_t key)
+{
+	return u64set_index(s, key) != HT_NONE;
+}
+
+int u64set_add(struct u64set *s, uint64_t key)
+{
+	if (u64set_index(s, key) != HT_NONE)
+		return 0;
+	xgrow((void **)&s->key, &s->cap, s->n + 1, sizeof(*s->key));
+	s->key[s->n] = key;
+	ht_add(&s->idx, ht_hash_u64(key), s->n);
+	s->n++;
+	return 1;
+}
+
+void u64set_clear(struct u64set *s)
+{
+	if (s->idx.cap)
+		memset(s->idx.s, 0, s->idx.cap * sizeof(*s->idx.s));
+	s->idx.n = 0;
+	s->n = 0;
+}
+
+void u64set_free(struct u64set *s)
+{
+	ht_free(&s->idx);
+	free(s->key);
+	memset(s, 0, sizeof(*s));
 }

@@ -16,6 +16,10 @@
  * array may move (realloc), the indices stay.  A zeroed struct htab is
  * empty.  One hash for integer keys and one for strings are here too, so
  * every user mixes its keys the same way.
+ *
+ * u64set, a set of 64-bit keys (visited blocks, inodes seen, a memo's
+ * keys), is the one set built on it: its keys in an array, indexed by
+ * their hash.  It is the only hash set in chj-resolve.
  */
 #ifndef CHJ_RESOLVE_HTAB_H
 #define CHJ_RESOLVE_HTAB_H
@@ -49,5 +53,25 @@ void ht_free(struct htab *h);
 uint64_t ht_hash_u64(uint64_t a);
 uint64_t ht_hash_pair(uint64_t a, uint64_t b);
 uint64_t ht_hash_str(const char *s);
+
+/*
+ * A set of 64-bit keys, any value.  A key's index (the order it was added
+ * in, 0 up) stays while the set lives: callers keep values beside it in
+ * their own array (names.c's memo).  A zeroed struct u64set is empty.
+ */
+struct u64set {
+	uint64_t *key;		/* key[0..n): the keys, in the order added */
+	size_t n, cap;
+	struct htab idx;	/* key's index by ht_hash_u64 */
+};
+/* Add key: 1 when it was new, 0 when already there. */
+int u64set_add(struct u64set *s, uint64_t key);
+int u64set_has(const struct u64set *s, uint64_t key);
+/* The index of key in s->key, or HT_NONE. */
+size_t u64set_index(const struct u64set *s, uint64_t key);
+/* Empty it, its memory kept for the next keys. */
+void u64set_clear(struct u64set *s);
+/* Empty it and free its memory (a zeroed struct u64set again). */
+void u64set_free(struct u64set *s);
 
 #endif

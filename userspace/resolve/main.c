@@ -42,6 +42,10 @@ static int resolve_run(struct resolver *r)
 		rc = target_find_mount(r);
 	if (rc)
 		return rc;
+	r->method = method_for(r->fstype);
+	if (!r->method)
+		return rx_fail(r, RX_FULL_SCAN, "%s: filesystem type %s is not supported",
+			       r->dev_path, r->fstype);
 	/*
 	 * Dirty data and metadata reach the device, and so the change map,
 	 * only when written back: sync first, then read the map.  A target in
@@ -58,30 +62,23 @@ static int resolve_run(struct resolver *r)
 		return rc ? rc : rx_fail(r, RX_ERROR, "syncfs %s: %s", r->mnt, strerror(e));
 	}
 	r->st.phase[PH_SYNC] = now_sec() - t;
-	if (!strcmp(r->fstype, "btrfs") && (rc = btrfs_before_map(r)))
+	if (r->method->before_map && (rc = r->method->before_map(r)))
 		return rc;
 	t = now_sec();
 	rc = target_read_changes(r);
 	r->st.phase[PH_MAP] = now_sec() - t;
 	if (rc)
 		return rc;
-	if (!strcmp(r->fstype, "ext4") || !strcmp(r->fstype, "ext3") ||
-	    !strcmp(r->fstype, "ext2"))
-		rc = ext4_resolve(r);
-	else if (!strcmp(r->fstype, "xfs"))
-		rc = xfs_resolve(r);
-	else if (!strcmp(r->fstype, "btrfs"))
-		rc = btrfs_resolve(r);
-	else
-		rc = rx_fail(r, RX_FULL_SCAN, "%s: filesystem type %s is not supported",
-			     r->dev_path, r->fstype);
+	rc = r->method->resolve(r);
 	progress_done(r);
 	if (rc)
 		return rc;
 	count_results(r);
-	/* The rule, in one place: nothing changed is dropped with exit 0. */
-	if (r->unattributed)
-		return rx_fail(r, RX_FULL_SCAN, "%s", r->unattr_why);
+	/* The rule, in one place (settle.c): nothing changed is dropped with exit 0. */
+	r->st.settle_done = 1;
+	r->st.verdict = settle(&r->st.tally, settle_table(), r->st.settled, sizeof(r->st.settled));
+	if (r->st.verdict == SETTLE_FULL_SCAN)
+		return rx_fail(r, RX_FULL_SCAN, "%s", r->st.settled);
 	t = now_sec();
 	rc = output_results(r, stdout);
 	if (!rc && fflush(stdout))
@@ -118,6 +115,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "chj-resolve: %s\n", r.err);
 	if (r.want_stats && (rc == RX_OK || r.mnt))
 		stats_print(&r, stderr);
+	if (r.method && r.method->release)
+		r.method->release(&r);
 	res_free(&r.res);
 	rs_free(&r.changed);
 	free(r.mnt);

@@ -53,9 +53,9 @@ struct nctx {
 	struct resolver *r;
 	struct nidx *x;
 	/* dir inode -> its path relative to the mount (NULL: none reaches it) */
-	uint64_t *mkey;
-	char **mval;
-	size_t mn, mcap;
+	struct u64set mkey;
+	char **mval;		/* mval[i]: mkey.key[i]'s path */
+	size_t mvcap;
 	struct u64set fresh;	/* directories re-read in this run */
 	struct dircur cur;	/* directories opened by path, and its cost */
 	uint64_t charged;	/* cur.opens already spent from the budget */
@@ -63,69 +63,43 @@ struct nctx {
 
 static void memo_clear(struct nctx *c)
 {
-	for (size_t i = 0; i < c->mcap; i++)
-		if (c->mkey[i])
-			free(c->mval[i]);
-	free(c->mkey);
+	for (size_t i = 0; i < c->mkey.n; i++)
+		free(c->mval[i]);
 	free(c->mval);
-	c->mkey = NULL;
 	c->mval = NULL;
-	c->mn = c->mcap = 0;
+	c->mvcap = 0;
+	u64set_free(&c->mkey);
 }
 
-static size_t mslot(uint64_t ino, size_t cap)
-{
-	return (size_t)(hash64(ino) & (cap - 1));
-}
-
-/* The memo's slot of ino: 1 and *path when known. */
+/* The memo's entry for ino: 1 and *path when known. */
 static int memo_get(const struct nctx *c, uint64_t ino, const char **path)
 {
-	if (!c->mcap)
+	size_t i = u64set_index(&c->mkey, ino);
+
+	if (i == HT_NONE)
 		return 0;
-	for (size_t s = mslot(ino, c->mcap); c->mkey[s]; s = (s + 1) & (c->mcap - 1))
-		if (c->mkey[s] == ino) {
-			*path = c->mval[s];
-			return 1;
-		}
-	return 0;
+	*path = c->mval[i];
+	return 1;
 }
 
 /* Keep path (taken: freed with the memo) for ino; inode 0 is never a key. */
 static void memo_put(struct nctx *c, uint64_t ino, char *path)
 {
-	size_t s;
+	size_t i;
 
 	if (!ino) {
 		free(path);
 		return;
 	}
-	if ((c->mn + 1) * 2 > c->mcap) {
-		size_t ocap = c->mcap, ncap = ocap ? ocap * 2 : 1024;
-		uint64_t *ok = c->mkey;
-		char **ov = c->mval;
-
-		c->mkey = xcalloc(ncap, sizeof(*c->mkey));
-		c->mval = xcalloc(ncap, sizeof(*c->mval));
-		c->mcap = ncap;
-		for (size_t i = 0; i < ocap; i++)
-			if (ok[i]) {
-				for (s = mslot(ok[i], ncap); c->mkey[s]; s = (s + 1) & (ncap - 1))
-					;
-				c->mkey[s] = ok[i];
-				c->mval[s] = ov[i];
-			}
-		free(ok);
-		free(ov);
+	i = u64set_index(&c->mkey, ino);
+	if (i == HT_NONE) {
+		u64set_add(&c->mkey, ino);
+		i = c->mkey.n - 1;
+		xgrow((void **)&c->mval, &c->mvcap, c->mkey.n, sizeof(*c->mval));
+	} else {
+		free(c->mval[i]);
 	}
-	for (s = mslot(ino, c->mcap); c->mkey[s] && c->mkey[s] != ino; s = (s + 1) & (c->mcap - 1))
-		;
-	if (c->mkey[s])
-		free(c->mval[s]);
-	else
-		c->mn++;
-	c->mkey[s] = ino;
-	c->mval[s] = path;
+	c->mval[i] = path;
 }
 
 /*

@@ -62,7 +62,7 @@ static void json_item(FILE *f, const char *abs, const struct item *it)
 	}
 	fputc(']', f);
 	if (it->type == FT_REG) {
-		fputs(", \"ranges\": [", f);
+		fputs(", \"unit\": \"bytes\", \"ranges\": [", f);
 		for (size_t i = 0; i < it->ranges.n; i++)
 			fprintf(f, "%s{\"start\": %llu, \"length\": %llu}",
 				i ? ", " : "",

@@ -17,6 +17,7 @@
 #include <sys/types.h>
 
 #include "htab.h"
+#include "settle.h"
 
 /* Exit status. */
 #define RX_OK		0
@@ -48,20 +49,6 @@ double now_sec(void);
  * none (THP off, not glibc's malloc). */
 size_t heap_hugepages(size_t pad);
 
-/*
- * A set of 64-bit keys (open addressing): visited-block sets, dedup.
- * u64set_add returns 1 when key was new, 0 when already there.
- */
-struct u64set {
-	uint64_t *v;		/* key + 1; 0 = empty slot */
-	size_t n, cap;
-	int has_max;		/* UINT64_MAX itself (key + 1 would be 0) */
-};
-int u64set_add(struct u64set *s, uint64_t key);
-int u64set_has(const struct u64set *s, uint64_t key);
-void u64set_clear(struct u64set *s);
-void u64set_free(struct u64set *s);
-uint64_t hash64(uint64_t x);
 
 /*
  * Errors: each function that can fail returns an RX_* code and leaves a
@@ -71,8 +58,9 @@ struct resolver;
 int rx_fail(struct resolver *r, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 /*
- * Changes past fs_bytes (rounded up to the change map's region, whose tail
- * past a filesystem's end is only granularity) are not attributable.
+ * Changes past fs_bytes into the tally: inside the change map's last region
+ * (its tail past a filesystem's end is only granularity) AT_GRAIN, past it
+ * AT_OUTSIDE.  Set, not added: call it once.
  */
 void rx_check_outside(struct resolver *r, uint64_t fs_bytes, const char *fs);
 
@@ -183,26 +171,14 @@ void item_drop(struct item *it);
 /* Iterate: for (i = 0; i < rs->cap; i++) if (rs->tab[i]) ... */
 
 /* ---- statistics and progress (stats.c) ---- */
-enum attr {
-	AT_DATA,	/* file data */
-	AT_INODES,	/* inode tables / inode chunks */
-	AT_DIR,		/* directory blocks */
-	AT_XATTR,	/* xattr blocks */
-	AT_MAPPING,	/* extent tree / bmbt blocks */
-	AT_TREE,	/* btrfs tree blocks */
-	AT_JOURNAL,	/* journal or log */
-	AT_FREE,	/* free space now */
-	AT_META,	/* other filesystem metadata */
-	AT_OUTSIDE,	/* past the end of the filesystem */
-	AT_UNKNOWN,	/* not attributed */
-	AT_NR,
-};
-
 enum phase { PH_SYNC, PH_MAP, PH_ANALYZE, PH_WALK, PH_RANGES, PH_OUTPUT, PH_NR };
 
 struct stats {
 	uint64_t changed_bytes, changed_ranges, changed_regions;
-	uint64_t attr[AT_NR];		/* changed bytes by attribution */
+	struct tally tally;		/* changed bytes by attribution (settle.h) */
+	int settle_done;		/* settle() ran: */
+	enum verdict verdict;		/* its answer from the tally */
+	char settled[256];		/* and what it said */
 	uint64_t journal_blocks;	/* home blocks found through the journal */
 	uint64_t journal_trans;		/* journal transactions that count */
 	uint64_t journal_rewalks;	/* walks redone: the journal moved */
@@ -261,8 +237,10 @@ struct resolver {
 	int mnt_fd;
 	uint64_t mnt_id;	/* statx mount id */
 
-	/* btrfs: generation of the last commit, read before the change map */
-	uint64_t btrfs_gen;
+	/* The method for fstype (methods.c), and what it keeps between its
+	 * hooks (its own type; freed by its release hook). */
+	const struct resolve_method *method;
+	void *method_state;
 
 	/* the change map */
 	uint64_t current_epoch, oldest_epoch;
@@ -283,14 +261,6 @@ struct resolver {
 	char err[1024];
 	int err_code;
 
-	/*
-	 * The rule (docs/resolve.md, "Nothing dropped"): changed bytes the
-	 * method could neither attribute nor list conservatively.  main ends
-	 * the run with exit 3 when this is not zero, whatever else was found.
-	 */
-	uint64_t unattributed;
-	char unattr_why[256];
-
 	/* Inodes about to be stat'ed (names.c), read ahead the way the
 	 * method knows (ext4: their inode-table blocks); NULL: none.  Only
 	 * when reads happen changes, never what is read.  method_ctx is the
@@ -298,15 +268,6 @@ struct resolver {
 	void (*ino_prefetch)(struct resolver *r, const uint64_t *ino, size_t n);
 	void *method_ctx;
 };
-
-/*
- * Record changed bytes that cannot be attributed with certainty (no owner,
- * an unparsable structure, past the end of the filesystem, a log that
- * moved): the run ends in exit 3 "full scan needed: <why>".  The first
- * reason is kept.
- */
-void rx_unattributed(struct resolver *r, uint64_t bytes, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
 
 /* cli.c: the command line. */
 extern const char resolve_usage[], resolve_help[];
@@ -452,12 +413,32 @@ int fiemap_item_ranges(struct resolver *r, struct dircur *cur, struct item *it,
 struct struct_ext2_filsys;
 uint64_t ext4_inode_block(struct struct_ext2_filsys *fs, uint64_t ino);
 
-/* Filesystem methods: fill r->res (inodes, reasons, ranges) and stats. */
-int ext4_resolve(struct resolver *r);
-int xfs_resolve(struct resolver *r);
-int btrfs_resolve(struct resolver *r);
-/* Before the change map is read: note the last committed generation. */
-int btrfs_before_map(struct resolver *r);
+/*
+ * A filesystem's method (one file each: ext4.c, xfs.c, btrfs.c), found by
+ * methods.c's table; main and the shared layers call only these hooks.
+ */
+struct resolve_method {
+	const char *name;
+	/* The filesystem types (libblkid's, mountinfo's) it reads. */
+	const char *const *fstypes;
+	unsigned flags;		/* RM_* */
+	/* Before the change map is read (may be NULL): what must be noted
+	 * first (btrfs: the last committed generation). */
+	int (*before_map)(struct resolver *r);
+	/* Fill r->res (inodes, reasons, ranges), the stats and the tally. */
+	int (*resolve)(struct resolver *r);
+	/* Free r->method_state (may be NULL). */
+	void (*release)(struct resolver *r);
+};
+
+enum {
+	RM_ANON_DEV = 1 << 0,	/* the mount's st_dev is not the device's:
+				   the method checks its devices itself */
+};
+
+extern const struct resolve_method ext4_method, xfs_method, btrfs_method;
+/* methods.c: the method reading fstype, or NULL. */
+const struct resolve_method *method_for(const char *fstype);
 
 /* output.c */
 /* Default output: a path starting with '/' is literal; one starting with

@@ -33,7 +33,7 @@ chj-resolve: $(B)/resolve/main.o $(B)/libchjresolve.a $(LIBCHJ)
 # The installed chj-resolve has none: nothing in its environment bypasses the
 # device-mapper and fail-mode checks.  Its objects for the files with hooks
 # come first, so the archive's plain copies are not linked.
-RESOLVE_HOOK_SRCS := resolve/target.c resolve/stats.c resolve/xfslog.c
+RESOLVE_HOOK_SRCS := resolve/target.c resolve/stats.c resolve/xfslog.c resolve/settle.c
 RESOLVE_HOOK_OBJS := $(RESOLVE_HOOK_SRCS:resolve/%.c=$(B)/resolve-test/%.o)
 
 $(B)/resolve-test/%.o: resolve/%.c $(RESOLVE_HDRS) $(HDRS)

@@ -8,12 +8,6 @@
 #include "libchj.h"
 #include "resolve.h"
 
-static const char *const attr_names[AT_NR] = {
-	"file data", "inode tables", "directories", "xattr blocks",
-	"extent maps", "tree blocks", "journal", "free space",
-	"other metadata", "outside the filesystem", "unattributed",
-};
-
 static const char *const phase_names[PH_NR] = {
 	"sync", "map", "analyze", "walk", "ranges", "output",
 };
@@ -35,10 +29,13 @@ void stats_print(const struct resolver *r, FILE *f)
 		(unsigned long long)s->changed_ranges);
 	fputs("attributed:", f);
 	for (int a = 0; a < AT_NR; a++) {
-		if (!s->attr[a])
+		if (!s->tally.bytes[a])
 			continue;
-		fprintf(f, "%s %s %s", first ? "" : ",", attr_names[a],
-			chj_human_size(s->attr[a], b, sizeof(b)));
+		if (a == AT_UNNAMED)
+			snprintf(b, sizeof(b), "%llu", (unsigned long long)s->tally.bytes[a]);
+		else
+			chj_human_size(s->tally.bytes[a], b, sizeof(b));
+		fprintf(f, "%s %s %s", first ? "" : ",", settle_rows[a].name, b);
 		first = 0;
 	}
 	fputs(first ? " nothing\n" : "\n", f);
@@ -91,9 +88,11 @@ void stats_print(const struct resolver *r, FILE *f)
 		fprintf(f, "state store: %s\n", s->state);
 	if (s->note[0])
 		fprintf(f, "note: %s\n", s->note);
-	if (r->unattributed)
-		fprintf(f, "not attributable: %llu bytes (%s): full scan needed\n",
-			(unsigned long long)r->unattributed, r->unattr_why);
+	if (s->settle_done)
+		fprintf(f, "settled: %s%s%s\n",
+			s->verdict == SETTLE_FULL_SCAN ? "full scan needed" :
+			s->verdict == SETTLE_CONSERVATIVE ? "listed, conservatively" : "listed",
+			s->settled[0] ? ": " : "", s->settled);
 	fputs("time:", f);
 	for (int p = 0; p < PH_NR; p++) {
 		fprintf(f, " %s %.3fs", phase_names[p], s->phase[p]);

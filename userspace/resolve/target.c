@@ -7,6 +7,7 @@
 #include <blkid.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <libmount.h>
 #include <limits.h>
 #include <linux/fs.h>
 #include <stdlib.h>
@@ -336,58 +337,21 @@ done:
 	return rc;
 }
 
-/* Undo mountinfo's octal escapes (\040 for space...) in place. */
-static void unescape(char *s)
-{
-	char *o = s;
-
-	for (; *s; s++) {
-		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' &&
-		    s[3] >= '0' && s[3] <= '7') {
-			*o++ = (char)((s[1] - '0') << 6 | (s[2] - '0') << 3 | (s[3] - '0'));
-			s += 3;
-		} else {
-			*o++ = *s;
-		}
-	}
-	*o = 0;
-}
-
 struct mnt {
-	char *root, *point, *fstype, *source;
+	const char *root, *point, *fstype, *source;
 	dev_t dev;
 };
 
-static int parse_mountinfo_line(char *line, struct mnt *m)
+/* A mount's fields from libmount ("" for any it lacks). */
+static void mnt_of(struct libmnt_fs *fs, struct mnt *m)
 {
-	char *f[12], *save = NULL, *tok;
-	int n = 0, dash = -1;
-	unsigned ma, mi;
+	const char *v;
 
-	line[strcspn(line, "\n")] = 0;
-	for (tok = strtok_r(line, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
-		if (dash < 0 && !strcmp(tok, "-")) {
-			dash = n;
-			continue;
-		}
-		if (dash >= 0 || n < 6) {
-			if (n >= 12)
-				return -1;
-			f[n++] = tok;
-		}
-	}
-	/* id parent maj:min root point opts | fstype source superopts */
-	if (dash != 6 || n < 8 || sscanf(f[2], "%u:%u", &ma, &mi) != 2)
-		return -1;
-	m->root = f[3];
-	m->point = f[4];
-	m->fstype = f[6];
-	m->source = f[7];
-	unescape(m->root);
-	unescape(m->point);
-	unescape(m->source);
-	m->dev = makedev(ma, mi);
-	return 0;
+	m->root = (v = mnt_fs_get_root(fs)) ? v : "";
+	m->point = (v = mnt_fs_get_target(fs)) ? v : "";
+	m->fstype = (v = mnt_fs_get_fstype(fs)) ? v : "";
+	m->source = (v = mnt_fs_get_source(fs)) ? v : "";
+	m->dev = mnt_fs_get_devno(fs);
 }
 
 /* Is this mount of our device?  btrfs shows an anonymous maj:min: then
@@ -427,19 +391,21 @@ static int probe_type(struct resolver *r)
 	return RX_OK;
 }
 
-static int same_family(const char *a, const char *b)
+/* A mount of type t is of the filesystem found (r->fstype): the same
+ * method reads both (ext2, ext3 and ext4 are one family). */
+static int same_family(const struct resolver *r, const char *t)
 {
-	int ea = !strcmp(a, "ext2") || !strcmp(a, "ext3") || !strcmp(a, "ext4");
-	int eb = !strcmp(b, "ext2") || !strcmp(b, "ext3") || !strcmp(b, "ext4");
+	const struct resolve_method *m = method_for(r->fstype);
 
-	return !strcmp(a, b) || (ea && eb);
+	return !strcmp(t, r->fstype) || (m && m == method_for(t));
 }
 
 int target_find_mount(struct resolver *r)
 {
-	FILE *f = fopen("/proc/self/mountinfo", "r");
-	char *line = NULL, *want = NULL;
-	size_t cap = 0;
+	struct libmnt_table *tb;
+	struct libmnt_iter *it;
+	struct libmnt_fs *fs;
+	char *want = NULL;
 	struct mnt m;
 	int found = 0, want_found = 0, rc;
 	struct stat st;
@@ -448,18 +414,22 @@ int target_find_mount(struct resolver *r)
 	rc = probe_type(r);
 	if (rc)
 		return rc;
-	if (!f)
-		return rx_fail(r, RX_ERROR, "/proc/self/mountinfo: %s", strerror(errno));
 	if (r->mount_opt) {
 		want = realpath(r->mount_opt, NULL);
-		if (!want) {
-			fclose(f);
+		if (!want)
 			return rx_fail(r, RX_ERROR, "%s: %s", r->mount_opt, strerror(errno));
-		}
 	}
-	while (getline(&line, &cap, f) > 0) {
-		if (parse_mountinfo_line(line, &m))
-			continue;
+	/* libmount undoes mountinfo's escapes (\040 for a space...). */
+	tb = mnt_new_table_from_file("/proc/self/mountinfo");
+	it = mnt_new_iter(MNT_ITER_FORWARD);
+	if (!tb || !it) {
+		mnt_unref_table(tb);
+		mnt_free_iter(it);
+		free(want);
+		return rx_fail(r, RX_ERROR, "/proc/self/mountinfo: cannot be read");
+	}
+	while (!mnt_table_next_fs(tb, it, &fs)) {
+		mnt_of(fs, &m);
 		if (want) {
 			/* The last mount on DIR is the one visible there. */
 			if (strcmp(m.point, want))
@@ -470,10 +440,10 @@ int target_find_mount(struct resolver *r)
 			r->mnt = NULL;
 			r->mnt_root = NULL;
 			found = 0;
-			if (!mount_is_ours(r, &m) || !same_family(m.fstype, r->fstype))
+			if (!mount_is_ours(r, &m) || !same_family(r, m.fstype))
 				continue;
 		} else {
-			if (!mount_is_ours(r, &m) || !same_family(m.fstype, r->fstype))
+			if (!mount_is_ours(r, &m) || !same_family(r, m.fstype))
 				continue;
 			/* Prefer a mount of the whole filesystem. */
 			if (found && (strcmp(m.root, "/") || !strcmp(r->mnt_root, "/")))
@@ -485,8 +455,8 @@ int target_find_mount(struct resolver *r)
 		r->mnt_root = xstrdup(m.root);
 		found = 1;
 	}
-	free(line);
-	fclose(f);
+	mnt_free_iter(it);
+	mnt_unref_table(tb);
 	if (want && !want_found) {
 		rc = rx_fail(r, RX_ERROR, "%s is not a mount point", want);
 		free(want);
@@ -507,8 +477,9 @@ int target_find_mount(struct resolver *r)
 		return rx_fail(r, RX_ERROR, "%s: %s", r->mnt, strerror(errno));
 	if (fstat(r->mnt_fd, &st))
 		return rx_fail(r, RX_ERROR, "%s: %s", r->mnt, strerror(errno));
-	/* btrfs reports an anonymous st_dev; btrfs.c checks its devices. */
-	if (strcmp(r->fstype, "btrfs") && st.st_dev != r->devno)
+	/* btrfs reports an anonymous st_dev; its method checks its devices. */
+	if (!(method_for(r->fstype) && (method_for(r->fstype)->flags & RM_ANON_DEV)) &&
+	    st.st_dev != r->devno)
 		return rx_fail(r, RX_FULL_SCAN, "the filesystem mounted on %s is not on %s",
 			       r->mnt, r->dev_path);
 	if (statx(r->mnt_fd, "", AT_EMPTY_PATH, STATX_MNT_ID, &sx) || !(sx.stx_mask & STATX_MNT_ID))

@@ -91,109 +91,18 @@ int rx_fail(struct resolver *r, int code, const char *fmt, ...)
 	return code;
 }
 
-void rx_unattributed(struct resolver *r, uint64_t bytes, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!bytes)
-		return;
-	if (!r->unattributed) {
-		va_start(ap, fmt);
-		vsnprintf(r->unattr_why, sizeof(r->unattr_why), fmt, ap);
-		va_end(ap);
-	}
-	r->unattributed += bytes;
-}
-
-/* ---- sets of 64-bit keys ---- */
-
-uint64_t hash64(uint64_t x)
-{
-	/* splitmix64's finaliser */
-	x ^= x >> 30;
-	x *= 0xbf58476d1ce4e5b9ull;
-	x ^= x >> 27;
-	x *= 0x94d049bb133111ebull;
-	return x ^ (x >> 31);
-}
-
-static void u64set_grow(struct u64set *s)
-{
-	size_t ncap = s->cap ? s->cap * 2 : 64;
-	uint64_t *nv = xcalloc(ncap, sizeof(*nv));
-
-	for (size_t i = 0; i < s->cap; i++) {
-		size_t j;
-
-		if (!s->v[i])
-			continue;
-		for (j = hash64(s->v[i]) & (ncap - 1); nv[j]; j = (j + 1) & (ncap - 1))
-			;
-		nv[j] = s->v[i];
-	}
-	free(s->v);
-	s->v = nv;
-	s->cap = ncap;
-}
-
-int u64set_has(const struct u64set *s, uint64_t key)
-{
-	uint64_t k = key + 1;
-
-	if (key == UINT64_MAX)
-		return s->has_max;
-	if (!s->cap)
-		return 0;
-	for (size_t i = hash64(k) & (s->cap - 1); s->v[i]; i = (i + 1) & (s->cap - 1))
-		if (s->v[i] == k)
-			return 1;
-	return 0;
-}
-
-int u64set_add(struct u64set *s, uint64_t key)
-{
-	uint64_t k = key + 1;
-	size_t i;
-
-	if (key == UINT64_MAX) {
-		if (s->has_max)
-			return 0;
-		s->has_max = 1;
-		return 1;
-	}
-	if ((s->n + 1) * 2 > s->cap)
-		u64set_grow(s);
-	for (i = hash64(k) & (s->cap - 1); s->v[i]; i = (i + 1) & (s->cap - 1))
-		if (s->v[i] == k)
-			return 0;
-	s->v[i] = k;
-	s->n++;
-	return 1;
-}
-
-void u64set_clear(struct u64set *s)
-{
-	if (s->cap)
-		memset(s->v, 0, s->cap * sizeof(*s->v));
-	s->n = 0;
-	s->has_max = 0;
-}
-
-void u64set_free(struct u64set *s)
-{
-	free(s->v);
-	memset(s, 0, sizeof(*s));
-}
-
 void rx_check_outside(struct resolver *r, uint64_t fs_bytes, const char *fs)
 {
 	uint64_t g = r->region_bytes ? r->region_bytes : 1, end;
 	uint64_t bytes;
 
 	end = fs_bytes > UINT64_MAX - g ? UINT64_MAX : (fs_bytes + g - 1) / g * g;
+	r->st.tally.bytes[AT_GRAIN] = rs_overlap_bytes(&r->changed, fs_bytes, end - fs_bytes);
 	bytes = rs_overlap_bytes(&r->changed, end, UINT64_MAX - end);
-	rx_unattributed(r, bytes, "%llu changed bytes past the end of the %s filesystem (%llu bytes)",
-			(unsigned long long)bytes, fs, (unsigned long long)fs_bytes);
+	r->st.tally.bytes[AT_OUTSIDE] = 0;
+	tally_note(&r->st.tally, AT_OUTSIDE, bytes,
+		   "%llu changed bytes past the end of the %s filesystem (%llu bytes)",
+		   (unsigned long long)bytes, fs, (unsigned long long)fs_bytes);
 }
 
 /*

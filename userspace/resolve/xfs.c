@@ -12,10 +12,8 @@
  *    extents have one record per owner.  Cost follows the changed set.
  *  - Without it: the namespace walk maps each file and directory with
  *    FIEMAP (data and attribute forks), and each walked inode's location
- *    follows from its number.  Changed bmbt blocks go unattributed: a
- *    block map only changes when blocks are allocated, freed or converted,
- *    which writes the inode (block counts, extent counts, times) or the
- *    data itself.
+ *    follows from its number.  Changed bmbt blocks are in no file's
+ *    extents: settle.c's row AT_UNMAPPED says why that is conservative.
  *  - Names: besides every path of every listed inode, the entries of the
  *    changed directories that may name another inode than at the epoch
  *    (entry_names): RENAME_EXCHANGE swaps two entries without writing
@@ -152,8 +150,8 @@ struct xctx {
 	struct xfs_geo g;
 	struct rangeset chg;		/* changed in the fs, plus logged buffers */
 	struct rangeset logbufs;	/* buffer ranges named by the log */
-	uint64_t *seen;			/* non-rmap walk: inodes mapped */
-	size_t nseen, seencap;
+	struct rangeset fsmapped;	/* GETFSMAP records' ranges (rmapbt) */
+	struct u64set seen;		/* non-rmap walk: inodes mapped */
 	int log_complete;		/* every change since the epoch is in
 					   what the log reported */
 	uint64_t *entry_inos;		/* written into directory entries by
@@ -214,6 +212,7 @@ static void fsmap_rec(struct xctx *x, const struct fsmap *m, uint64_t qa, uint64
 
 	if (b <= a || !rs_overlaps(&x->chg, a, b - a))
 		return;
+	rs_add(&x->fsmapped, a, b - a);
 	dev_bytes = rs_overlap_bytes(&r->changed, a, b - a);
 	if (m->fmr_flags & FMR_OF_SPECIAL_OWNER) {
 		switch (m->fmr_owner) {
@@ -230,7 +229,7 @@ static void fsmap_rec(struct xctx *x, const struct fsmap *m, uint64_t qa, uint64
 		default:
 			at = AT_META;
 		}
-		r->st.attr[at] += dev_bytes;
+		tally_add(&r->st.tally, at, dev_bytes);
 		return;
 	}
 	{
@@ -249,8 +248,49 @@ static void fsmap_rec(struct xctx *x, const struct fsmap *m, uint64_t qa, uint64
 		}
 		if (rs_overlaps(&x->logbufs, a, b - a))
 			it->reasons |= RSN_JOURNAL;
-		r->st.attr[at] += dev_bytes;
+		tally_add(&r->st.tally, at, dev_bytes);
 	}
+}
+
+/*
+ * With rmapbt every byte of the filesystem should have a GETFSMAP record
+ * (free space too): a changed byte inside it that none covered is counted
+ * (settle.c's AT_NOFSMAP row).
+ */
+static void fsmap_leftover(struct xctx *x)
+{
+	struct resolver *r = x->r;
+	uint64_t fs = x->g.fs_bytes, bytes = 0, first = UINT64_MAX;
+
+	rs_normalize(&x->fsmapped);
+	for (size_t i = 0; i < r->changed.n && r->changed.v[i].start < fs; i++) {
+		struct range c = r->changed.v[i];
+		uint64_t len = c.len < fs - c.start ? c.len : fs - c.start;
+		uint64_t left = len - rs_overlap_bytes(&x->fsmapped, c.start, len);
+
+		if (left && first == UINT64_MAX)
+			first = c.start;
+		bytes += left;
+	}
+	tally_note(&r->st.tally, AT_NOFSMAP, bytes,
+		   "%llu changed bytes of the XFS filesystem are in no GETFSMAP record (first in the range at byte %llu)",
+		   (unsigned long long)bytes, (unsigned long long)first);
+}
+
+/*
+ * Without rmapbt, what the walk found in no file's extents, no inode slot
+ * and not the log (settle.c's AT_UNMAPPED says why it is conservative).
+ * By the sums: the walk keeps no ranges.
+ */
+static void walk_leftover(struct xctx *x)
+{
+	struct tally *t = &x->r->st.tally;
+	uint64_t known = 0;
+
+	for (int a = 0; a < AT_NR; a++)
+		if (a != AT_UNMAPPED)
+			known += t->bytes[a];
+	t->bytes[AT_UNMAPPED] = known < x->r->st.changed_bytes ? x->r->st.changed_bytes - known : 0;
 }
 
 #define FSMAP_BATCH 512
@@ -498,33 +538,7 @@ static void xstore_update(struct xctx *x)
 
 static int seen_before(struct xctx *x, uint64_t ino)
 {
-	/* Linear probing on a power-of-two table; 0 marks empty. */
-	size_t mask, i;
-
-	if ((x->nseen + 1) * 2 > x->seencap) {
-		size_t ncap = x->seencap ? x->seencap * 2 : 4096;
-		uint64_t *nt = xcalloc(ncap, sizeof(*nt));
-
-		for (size_t k = 0; k < x->seencap; k++) {
-			uint64_t v = x->seen[k];
-
-			if (!v)
-				continue;
-			for (i = (v * 0x9e3779b97f4a7c15ull >> 17) & (ncap - 1); nt[i]; i = (i + 1) & (ncap - 1))
-				;
-			nt[i] = v;
-		}
-		free(x->seen);
-		x->seen = nt;
-		x->seencap = ncap;
-	}
-	mask = x->seencap - 1;
-	for (i = (ino * 0x9e3779b97f4a7c15ull >> 17) & mask; x->seen[i]; i = (i + 1) & mask)
-		if (x->seen[i] == ino)
-			return 1;
-	x->seen[i] = ino;
-	x->nseen++;
-	return 0;
+	return !u64set_add(&x->seen, ino);
 }
 
 static void map_fork(struct xctx *x, int fd, const struct walk_entry *e, int xattr)
@@ -551,11 +565,11 @@ static void map_fork(struct xctx *x, int fd, const struct walk_entry *e, int xat
 		it = res_get(&r->res, 0, e->ino);
 		if (xattr) {
 			it->reasons |= RSN_XATTR;
-			r->st.attr[AT_XATTR] += dev_bytes;
+			tally_add(&r->st.tally, AT_XATTR, dev_bytes);
 		} else {
 			it->reasons |= RSN_DATA;
 			it->dbytes += dev_bytes;
-			r->st.attr[AT_DATA] += dev_bytes;
+			tally_add(&r->st.tally, AT_DATA, dev_bytes);
 		}
 		if (rs_overlaps(&x->logbufs, v[i].physical, v[i].len))
 			it->reasons |= RSN_JOURNAL;
@@ -702,28 +716,28 @@ static int item_path_cmp(const void *pa, const void *pb)
  * parts of directory blocks and short-form directories.  Without it, every
  * entry of a listed directory is listed.
  */
-static int entry_names(struct xctx *x)
-{
-	struct resolver *r = x->r;
-	char **dirs = NULL, *rel = NULL;
-	size_t nd = 0, dcap = 0, rcap = 0;
-
-	struct stat mst;
-	uint64_t *dino = NULL;
-	struct held { uint64_t ino; enum ftype type; char *rel; } *held = NULL;
-	size_t nh = 0, hcap = 0;
-	struct u64set keys = { NULL, 0, 0, 0 };
-	uint8_t h[ST_HASH];
-	int hdr_same, incr;
-
+/* What entry_names carries from one directory to the next. */
+struct entries {
+	struct xctx *x;
+	struct stat mst;		/* the mount's root: its st_dev */
 	struct dircur cur;
+	struct u64set keys;		/* the current directory's entry keys */
+	struct held { uint64_t ino; enum ftype type; char *rel; } *held;
+	size_t nh, hcap;		/* entries the store says are the same */
+	char *rel;
+	size_t rcap;
+};
+
+/* The listed directories' paths and inodes, in path order (so that one
+ * cursor opens each directory once); the types of listed inodes not known
+ * yet, told by lstat. */
+static int listed_dirs(struct entries *en, char ***dirs, uint64_t **dino, size_t *nd)
+{
+	struct resolver *r = en->x->r;
 	struct item **its = NULL;
-	size_t ni = 0, icap = 0;
+	size_t ni = 0, icap = 0, dcap = 0;
 	int rc = RX_OK;
 
-	if (fstat(r->mnt_fd, &mst))
-		return rx_fail(r, RX_ERROR, "%s: %s", r->mnt, strerror(errno));
-	/* In path order, so that one cursor opens each directory once. */
 	for (size_t i = 0; i < r->res.cap; i++) {
 		struct item *it = r->res.tab[i];
 
@@ -734,13 +748,12 @@ static int entry_names(struct xctx *x)
 	}
 	if (ni > 1)
 		qsort(its, ni, sizeof(*its), item_path_cmp);
-	dircur_init(&cur, r->mnt_fd);
 	for (size_t i = 0; i < ni; i++) {
 		struct item *it = its[i];
 		struct stat st;
 
 		if (it->type == FT_UNKNOWN) {
-			if (!dircur_lstat(&cur, it->paths[0], &st))
+			if (!dircur_lstat(&en->cur, it->paths[0], &st))
 				it->type = ftype_from_mode(st.st_mode);
 			else if (!path_gone(errno)) {
 				/* A directory's entries would go unlisted. */
@@ -751,124 +764,164 @@ static int entry_names(struct xctx *x)
 		}
 		if (it->type != FT_DIR)
 			continue;
-		xgrow((void **)&dirs, &dcap, nd + 1, sizeof(*dirs));
-		dino = xrealloc(dino, dcap * sizeof(*dino));
-		dino[nd] = it->ino;
-		dirs[nd++] = xstrdup(it->paths[0]);
+		xgrow((void **)dirs, &dcap, *nd + 1, sizeof(**dirs));
+		*dino = xrealloc(*dino, dcap * sizeof(**dino));
+		(*dino)[*nd] = it->ino;
+		(*dirs)[(*nd)++] = xstrdup(it->paths[0]);
 	}
 	free(its);
-	for (size_t i = 0; i < nd && !rc; i++) {
-		int fd = dircur_open(&cur, dirs[i], O_RDONLY | O_DIRECTORY);
-		size_t dl = strlen(dirs[i]);
-		struct dirent *de;
-		struct stat st;
-		DIR *dp;
+	return rc;
+}
 
-		if (fd < 0) {
-			if (path_gone(errno))
-				continue;	/* gone since: a change after the sync */
-			rc = rx_fail(r, RX_FULL_SCAN, "%s/%s: %s", r->mnt, dirs[i], strerror(errno));
-			break;
-		}
-		/* The directory itself, not another filesystem mounted there
-		 * (its entries are listed under the mount point) or one that
-		 * replaced it since. */
-		if (fstat(fd, &st) || st.st_dev != mst.st_dev || st.st_ino != dino[i]) {
-			close(fd);
-			continue;
-		}
-		/* Compared with the store: the directory as it was. */
-		hdr_same = x->st.can_compare && !hdr_hash(x, fd, dino[i], h) &&
-			   store_same(&x->st, dino[i], 0, h);
-		/* Re-read for the store (an incremental update). */
-		incr = stage_entries(x) && x->st.update == ST_UPD_INCR;
+/* One entry de of directory dir (path dl bytes): listed for its name,
+ * held (the same as at the epoch's start, by the store), or neither (its
+ * inode number written into no entry since the epoch). */
+static void dir_entry(struct entries *en, const char *dir, size_t dl, uint64_t ino,
+		      const struct dirent *de, int hdr_same, int incr)
+{
+	struct xctx *x = en->x;
+	size_t nl = strlen(de->d_name);
+	uint8_t h[ST_HASH];
+	int same = 0;
+
+	if ((hdr_same || incr) && !x->st.failed) {
+		uint64_t key = ent_key(x, ino, de->d_name, nl);
+
+		ent_hash(x, ino, key, de->d_ino, de->d_name, nl, h);
 		if (incr) {
-			stage_dir(x, fd, dino[i]);
-			u64set_clear(&keys);
+			store_stage(&x->st, ino, key, 0, 0, ST_KNOWN, h);
+			u64set_add(&en->keys, key);
 		}
-		dp = fdopendir(fd);
-		if (!dp) {
-			close(fd);
-			if (incr)
-				stage_gone(x, dino[i], NULL);
+		same = hdr_same && store_same(&x->st, ino, key, h);
+	}
+	if (x->log_complete && !entry_ino_logged(x, de->d_ino))
+		return;
+	xgrow((void **)&en->rel, &en->rcap, dl + nl + 2, 1);
+	if (dl) {
+		memcpy(en->rel, dir, dl);
+		en->rel[dl] = '/';
+		memcpy(en->rel + dl + 1, de->d_name, nl + 1);
+	} else {
+		memcpy(en->rel, de->d_name, nl + 1);
+	}
+	if (same) {
+		/* Kept until the end: a lookup failing later means nothing
+		 * the store said counts. */
+		xgrow((void **)&en->held, &en->hcap, en->nh + 1, sizeof(*en->held));
+		en->held[en->nh].ino = de->d_ino;
+		en->held[en->nh].type = ftype_from_dtype(de->d_type);
+		en->held[en->nh].rel = xstrdup(en->rel);
+		en->nh++;
+		return;
+	}
+	name_entry(x->r, de->d_ino, ftype_from_dtype(de->d_type), en->rel);
+}
+
+/* The entries of listed directory dir (inode ino). */
+static int dir_entries(struct entries *en, const char *dir, uint64_t ino)
+{
+	struct xctx *x = en->x;
+	struct resolver *r = x->r;
+	int fd = dircur_open(&en->cur, dir, O_RDONLY | O_DIRECTORY);
+	size_t dl = strlen(dir);
+	uint8_t h[ST_HASH];
+	struct dirent *de;
+	struct stat st;
+	int hdr_same, incr, rc = RX_OK;
+	DIR *dp;
+
+	if (fd < 0) {
+		if (path_gone(errno))
+			return RX_OK;	/* gone since: a change after the sync */
+		return rx_fail(r, RX_FULL_SCAN, "%s/%s: %s", r->mnt, dir, strerror(errno));
+	}
+	/* The directory itself, not another filesystem mounted there (its
+	 * entries are listed under the mount point) or one that replaced it
+	 * since. */
+	if (fstat(fd, &st) || st.st_dev != en->mst.st_dev || st.st_ino != ino) {
+		close(fd);
+		return RX_OK;
+	}
+	/* Compared with the store: the directory as it was. */
+	hdr_same = x->st.can_compare && !hdr_hash(x, fd, ino, h) && store_same(&x->st, ino, 0, h);
+	/* Re-read for the store (an incremental update). */
+	incr = stage_entries(x) && x->st.update == ST_UPD_INCR;
+	if (incr) {
+		stage_dir(x, fd, ino);
+		u64set_clear(&en->keys);
+	}
+	dp = fdopendir(fd);
+	if (!dp) {
+		close(fd);
+		if (incr)
+			stage_gone(x, ino, NULL);
+		return RX_OK;
+	}
+	while ((errno = 0, de = readdir(dp)))
+		if (de->d_name[0] != '.' ||
+		    (de->d_name[1] && (de->d_name[1] != '.' || de->d_name[2])))
+			dir_entry(en, dir, dl, ino, de, hdr_same, incr);
+	if (errno)	/* entries not read: not listed */
+		rc = rx_fail(r, RX_FULL_SCAN, "%s/%s: %s", r->mnt, dir, strerror(errno));
+	closedir(dp);
+	/* Entries gone since: their rows end. */
+	if (incr && stage_gone(x, ino, &en->keys))
+		x->st.failed = 1;
+	return rc;
+}
+
+/*
+ * An incremental update re-reads every directory changed since the
+ * newest snapshot (all of them are listed); one that changed but was not
+ * read (no path under the mount, gone, replaced) loses its rows.
+ */
+static void unread_dirs_gone(struct xctx *x)
+{
+	struct resolver *r = x->r;
+
+	if (!stage_entries(x) || x->st.update != ST_UPD_INCR)
+		return;
+	for (size_t i = 0; i < r->res.cap; i++) {
+		struct item *it = r->res.tab[i];
+
+		if (!it || !(it->reasons & ~RSN_NAME) || it->root || u64set_has(&x->st_dirs, it->ino))
 			continue;
-		}
-		while ((errno = 0, de = readdir(dp))) {
-			size_t nl = strlen(de->d_name);
-			int same = 0;
-
-			if (de->d_name[0] == '.' &&
-			    (!de->d_name[1] || (de->d_name[1] == '.' && !de->d_name[2])))
-				continue;
-			if ((hdr_same || incr) && !x->st.failed) {
-				uint64_t key = ent_key(x, dino[i], de->d_name, nl);
-
-				ent_hash(x, dino[i], key, de->d_ino, de->d_name, nl, h);
-				if (incr) {
-					store_stage(&x->st, dino[i], key, 0, 0, ST_KNOWN, h);
-					u64set_add(&keys, key);
-				}
-				same = hdr_same && store_same(&x->st, dino[i], key, h);
-			}
-			if (x->log_complete && !entry_ino_logged(x, de->d_ino))
-				continue;
-			xgrow((void **)&rel, &rcap, dl + nl + 2, 1);
-			if (dl) {
-				memcpy(rel, dirs[i], dl);
-				rel[dl] = '/';
-				memcpy(rel + dl + 1, de->d_name, nl + 1);
-			} else {
-				memcpy(rel, de->d_name, nl + 1);
-			}
-			if (same) {
-				/* Kept until the end: a lookup failing later
-				 * means nothing the store said counts. */
-				xgrow((void **)&held, &hcap, nh + 1, sizeof(*held));
-				held[nh].ino = de->d_ino;
-				held[nh].type = ftype_from_dtype(de->d_type);
-				held[nh].rel = xstrdup(rel);
-				nh++;
-				continue;
-			}
-			name_entry(r, de->d_ino, ftype_from_dtype(de->d_type), rel);
-		}
-		if (errno && !rc)	/* entries not read: not listed */
-			rc = rx_fail(r, RX_FULL_SCAN, "%s/%s: %s", r->mnt, dirs[i], strerror(errno));
-		closedir(dp);
-		/* Entries gone since: their rows end. */
-		if (incr && stage_gone(x, dino[i], &keys))
+		if (stage_gone(x, it->ino, NULL))
 			x->st.failed = 1;
 	}
-	for (size_t i = 0; i < nh; i++) {
+}
+
+static int entry_names(struct xctx *x)
+{
+	struct resolver *r = x->r;
+	struct entries en = { .x = x };
+	char **dirs = NULL;
+	uint64_t *dino = NULL;
+	size_t nd = 0;
+	int rc;
+
+	if (fstat(r->mnt_fd, &en.mst))
+		return rx_fail(r, RX_ERROR, "%s: %s", r->mnt, strerror(errno));
+	dircur_init(&en.cur, r->mnt_fd);
+	rc = listed_dirs(&en, &dirs, &dino, &nd);
+	for (size_t i = 0; i < nd && !rc; i++)
+		rc = dir_entries(&en, dirs[i], dino[i]);
+	for (size_t i = 0; i < en.nh; i++) {
 		if (x->st.failed)
-			name_entry(r, held[i].ino, held[i].type, held[i].rel);
+			name_entry(r, en.held[i].ino, en.held[i].type, en.held[i].rel);
 		else
 			r->st.name_same++;
-		free(held[i].rel);
+		free(en.held[i].rel);
 	}
-	free(held);
-	u64set_free(&keys);
-	/*
-	 * An incremental update re-reads every directory changed since the
-	 * newest snapshot (all of them are listed); one that changed but was
-	 * not read (no path under the mount, gone, replaced) loses its rows.
-	 */
-	if (stage_entries(x) && x->st.update == ST_UPD_INCR)
-		for (size_t i = 0; i < r->res.cap; i++) {
-			struct item *it = r->res.tab[i];
-
-			if (!it || !(it->reasons & ~RSN_NAME) || it->root ||
-			    u64set_has(&x->st_dirs, it->ino))
-				continue;
-			if (stage_gone(x, it->ino, NULL))
-				x->st.failed = 1;
-		}
-	dircur_free(&cur);
+	free(en.held);
+	u64set_free(&en.keys);
+	unread_dirs_gone(x);
+	dircur_free(&en.cur);
 	for (size_t i = 0; i < nd; i++)
 		free(dirs[i]);
 	free(dirs);
 	free(dino);
-	free(rel);
+	free(en.rel);
 	return rc;
 }
 
@@ -911,14 +964,15 @@ static int mounted_geometry(struct xctx *x)
 	return RX_OK;
 }
 
-static int xfs_resolve_fs(struct xctx *x)
+/* The superblock, checked against the mounted geometry; the state store. */
+static int xfs_geometry(struct xctx *x)
 {
 	struct resolver *r = x->r;
 	struct xfs_geo *g = &x->g;
 	unsigned char sb[512];
+	char ident[256], u[37];
 	const char *why;
-	double t;
-	int rc, use_walk;
+	int rc;
 
 	rc = raw_read(r, sb, sizeof(sb), 0);
 	if (rc)
@@ -929,72 +983,100 @@ static int xfs_resolve_fs(struct xctx *x)
 	rc = mounted_geometry(x);
 	if (rc)
 		return rc;
-	{
-		char ident[256], u[37];
-
-		chj_uuid_str(r->chj_uuid, u);
-		snprintf(ident, sizeof(ident), "xfs fs=%s chj=%s bs=%llu isz=%llu agblocks=%llu",
-			 r->fs_uuid, u, (unsigned long long)g->bs, (unsigned long long)g->isize,
-			 (unsigned long long)g->agblocks);
-		store_open(r, &x->st, ident);
-	}
+	chj_uuid_str(r->chj_uuid, u);
+	snprintf(ident, sizeof(ident), "xfs fs=%s chj=%s bs=%llu isz=%llu agblocks=%llu",
+		 r->fs_uuid, u, (unsigned long long)g->bs, (unsigned long long)g->isize,
+		 (unsigned long long)g->agblocks);
+	store_open(r, &x->st, ident);
 	if (g->fs_bytes > r->dev_bytes)
 		return rx_fail(r, RX_FULL_SCAN, "%s: the XFS filesystem is larger than the device",
 			       r->dev_path);
-	/* The changed set inside the filesystem. */
+	return RX_OK;
+}
+
+/* The changed set inside the filesystem (x->chg); what is past it, tallied. */
+static void xfs_changed(struct xctx *x)
+{
+	struct resolver *r = x->r;
+	uint64_t fs = x->g.fs_bytes;
+
 	for (size_t i = 0; i < r->changed.n; i++) {
 		struct range c = r->changed.v[i];
 
-		if (c.start < g->fs_bytes)
-			rs_add(&x->chg, c.start, c.len < g->fs_bytes - c.start ? c.len : g->fs_bytes - c.start);
-		else
-			r->st.attr[AT_OUTSIDE] += c.len;
-		if (c.start < g->fs_bytes && c.len > g->fs_bytes - c.start)
-			r->st.attr[AT_OUTSIDE] += c.len - (g->fs_bytes - c.start);
+		if (c.start < fs)
+			rs_add(&x->chg, c.start, c.len < fs - c.start ? c.len : fs - c.start);
 	}
 	rs_normalize(&x->chg);
-	rx_check_outside(r, g->fs_bytes, "XFS");
+	rx_check_outside(r, fs, "XFS");
+}
+
+/* The log's transactions since the epoch: inodes, the buffer ranges they
+ * name (added to x->chg), the inode numbers written into entries. */
+static int xfs_read_log(struct xctx *x)
+{
+	struct resolver *r = x->r;
+	struct xfs_geo *g = &x->g;
+	struct xlog_out lo = { .ctx = x, .inode = log_inode, .range = log_range,
+			       .before_head_reread = log_race };
+	int rc;
 
 	/* No log block written since the epoch: no metadata changed. */
 	x->log_complete = 1;
-	if (rs_overlaps(&x->chg, g->log_start, g->log_bytes)) {
-		struct xlog_out lo = { .ctx = x, .inode = log_inode, .range = log_range,
-				       .before_head_reread = log_race };
+	if (!rs_overlaps(&x->chg, g->log_start, g->log_bytes))
+		return RX_OK;
+	rc = xlog_scan(r, g, &x->chg, &lo);
+	u64set_free(&lo.entry_seen);
+	x->entry_inos = lo.entry_inos;
+	x->nentry_inos = lo.nentry_inos;
+	if (rc)
+		return rc;
+	if (x->nentry_inos)
+		qsort(x->entry_inos, x->nentry_inos, sizeof(*x->entry_inos), cmp_u64);
+	x->log_complete = lo.complete;
+	rs_normalize(&x->logbufs);
+	r->st.journal_trans = lo.transactions;
+	r->st.journal_blocks = rs_total(&x->logbufs) / g->bs;
+	for (size_t i = 0; i < x->logbufs.n; i++)
+		rs_add(&x->chg, x->logbufs.v[i].start, x->logbufs.v[i].len);
+	rs_normalize(&x->chg);
+	return RX_OK;
+}
 
-		rc = xlog_scan(r, g, &x->chg, &lo);
-		u64set_free(&lo.entry_seen);
-		x->entry_inos = lo.entry_inos;
-		x->nentry_inos = lo.nentry_inos;
-		if (rc)
-			return rc;
-		if (x->nentry_inos)
-			qsort(x->entry_inos, x->nentry_inos, sizeof(*x->entry_inos), cmp_u64);
-		x->log_complete = lo.complete;
-		rs_normalize(&x->logbufs);
-		r->st.journal_trans = lo.transactions;
-		r->st.journal_blocks = rs_total(&x->logbufs) / g->bs;
-		for (size_t i = 0; i < x->logbufs.n; i++)
-			rs_add(&x->chg, x->logbufs.v[i].start, x->logbufs.v[i].len);
-		rs_normalize(&x->chg);
-	}
+/* The owners of the changed bytes through GETFSMAP (rmapbt); *use_walk
+ * when the walk must find them instead (no rmapbt, or no GETFSMAP). */
+static int xfs_attribute(struct xctx *x, int *use_walk)
+{
+	struct resolver *r = x->r;
+	int rc;
 
-	use_walk = !g->rmapbt;
-	if (!use_walk) {
+	*use_walk = !x->g.rmapbt;
+	if (!*use_walk) {
 		r->st.method = "XFS: GETFSMAP (rmapbt), inode-chunk arithmetic, log";
 		rc = fsmap_pass(x);
 		if (rc == 1) {
-			use_walk = 1;
+			*use_walk = 1;
 			rc = RX_OK;
 		}
 		if (rc)
 			return rc;
 	}
-	if (use_walk) {
+	if (*use_walk) {
 		r->st.method = "XFS: FIEMAP walk, inode arithmetic, log";
-		r->st.attr[AT_JOURNAL] = 0;
-		r->st.attr[AT_JOURNAL] = rs_overlap_bytes(&r->changed, g->log_start, g->log_bytes);
+		r->st.tally.bytes[AT_JOURNAL] =
+			rs_overlap_bytes(&r->changed, x->g.log_start, x->g.log_bytes);
+	} else {
+		fsmap_leftover(x);
 	}
-	r->st.phase[PH_ANALYZE] = now_sec() - r->t0 - r->st.phase[PH_SYNC] - r->st.phase[PH_MAP];
+	return RX_OK;
+}
+
+/* Every path of the listed inodes (the walk attributes as it goes), the
+ * entries of changed directories, the state store brought up to date. */
+static int xfs_name(struct xctx *x, int use_walk)
+{
+	struct resolver *r = x->r;
+	double t;
+	int rc;
 
 	/*
 	 * With GETFSMAP every reason is known before naming: drop the
@@ -1012,13 +1094,8 @@ static int xfs_resolve_fs(struct xctx *x)
 	r->st.phase[PH_WALK] = now_sec() - t;
 	if (rc)
 		return rc;
-	{
-		uint64_t known = 0;
-
-		for (int a = 0; a < AT_UNKNOWN; a++)
-			known += r->st.attr[a];
-		r->st.attr[AT_UNKNOWN] = known < r->st.changed_bytes ? r->st.changed_bytes - known : 0;
-	}
+	if (use_walk)
+		walk_leftover(x);
 
 	if (x->log_complete)
 		drop_writebacks(r, 0);
@@ -1029,45 +1106,73 @@ static int xfs_resolve_fs(struct xctx *x)
 		return rc;
 	xstore_update(x);
 	store_describe(&x->st, r->st.state, sizeof(r->st.state));
+	return RX_OK;
+}
 
-	t = now_sec();
-	{
-		struct item **its = NULL;
-		size_t ni = 0, icap = 0;
-		struct dircur cur;
+/* Directories' data as directory blocks, the counts, and (--json) the
+ * files' ranges, in path order: one cursor. */
+static int xfs_items(struct xctx *x)
+{
+	struct resolver *r = x->r;
+	struct item **its = NULL;
+	size_t ni = 0, icap = 0;
+	struct dircur cur;
+	int rc = RX_OK;
 
-		for (size_t i = 0; i < r->res.cap; i++) {
-			struct item *it = r->res.tab[i];
+	for (size_t i = 0; i < r->res.cap; i++) {
+		struct item *it = r->res.tab[i];
 
-			if (!it || !it->reasons)
-				continue;
-			if (it->type == FT_DIR && (it->reasons & RSN_DATA)) {
-				it->reasons = (it->reasons & ~RSN_DATA) | RSN_DIRECTORY;
-				r->st.attr[AT_DATA] -= it->dbytes;
-				r->st.attr[AT_DIR] += it->dbytes;
-			}
-			if ((it->reasons & ~RSN_JOURNAL) == RSN_INODE)
-				r->st.itable_neighbours++;
-			if (r->out_mode == 2 && it->type == FT_REG && it->npaths) {
-				xgrow((void **)&its, &icap, ni + 1, sizeof(*its));
-				its[ni++] = it;
-			}
+		if (!it || !it->reasons)
+			continue;
+		if (it->type == FT_DIR && (it->reasons & RSN_DATA)) {
+			it->reasons = (it->reasons & ~RSN_DATA) | RSN_DIRECTORY;
+			r->st.tally.bytes[AT_DATA] -= it->dbytes;
+			r->st.tally.bytes[AT_DIR] += it->dbytes;
 		}
-		/* The files' ranges, in path order: one cursor. */
-		if (ni > 1)
-			qsort(its, ni, sizeof(*its), item_path_cmp);
-		dircur_init(&cur, r->mnt_fd);
-		for (size_t i = 0; i < ni && !rc; i++)
-			rc = fiemap_item_ranges(r, &cur, its[i], &x->chg,
-						!!(its[i]->reasons & (RSN_INODE | RSN_MAPPING | RSN_JOURNAL)));
-		dircur_free(&cur);
-		free(its);
+		if ((it->reasons & ~RSN_JOURNAL) == RSN_INODE)
+			r->st.itable_neighbours++;
+		if (r->out_mode == 2 && it->type == FT_REG && it->npaths) {
+			xgrow((void **)&its, &icap, ni + 1, sizeof(*its));
+			its[ni++] = it;
+		}
 	}
+	if (ni > 1)
+		qsort(its, ni, sizeof(*its), item_path_cmp);
+	dircur_init(&cur, r->mnt_fd);
+	for (size_t i = 0; i < ni && !rc; i++)
+		rc = fiemap_item_ranges(r, &cur, its[i], &x->chg,
+					!!(its[i]->reasons & (RSN_INODE | RSN_MAPPING | RSN_JOURNAL)));
+	dircur_free(&cur);
+	free(its);
+	return rc;
+}
+
+static int xfs_resolve_fs(struct xctx *x)
+{
+	struct resolver *r = x->r;
+	double t;
+	int rc, use_walk;
+
+	rc = xfs_geometry(x);
+	if (rc)
+		return rc;
+	xfs_changed(x);
+	rc = xfs_read_log(x);
+	if (!rc)
+		rc = xfs_attribute(x, &use_walk);
+	if (rc)
+		return rc;
+	r->st.phase[PH_ANALYZE] = now_sec() - r->t0 - r->st.phase[PH_SYNC] - r->st.phase[PH_MAP];
+	rc = xfs_name(x, use_walk);
+	if (rc)
+		return rc;
+	t = now_sec();
+	rc = xfs_items(x);
 	r->st.phase[PH_RANGES] = now_sec() - t;
 	return rc;
 }
 
-int xfs_resolve(struct resolver *r)
+static int xfs_resolve(struct resolver *r)
 {
 	struct xctx x;
 	int rc;
@@ -1076,13 +1181,23 @@ int xfs_resolve(struct resolver *r)
 	x.r = r;
 	rs_init(&x.chg);
 	rs_init(&x.logbufs);
+	rs_init(&x.fsmapped);
 	rc = xfs_resolve_fs(&x);
 	rs_free(&x.chg);
 	rs_free(&x.logbufs);
-	free(x.seen);
+	rs_free(&x.fsmapped);
+	u64set_free(&x.seen);
 	free(x.entry_inos);
 	store_close(&x.st);
 	u64set_free(&x.st_dirs);
 	u64set_free(&x.st_logged);
 	return rc;
 }
+
+static const char *const xfs_fstypes[] = { "xfs", NULL };
+
+const struct resolve_method xfs_method = {
+	.name = "xfs",
+	.fstypes = xfs_fstypes,
+	.resolve = xfs_resolve,
+};

@@ -150,6 +150,7 @@ struct xlog {
 	 */
 	uint64_t failed_bytes, fail_budget;
 	int over;		/* the bound was passed: exit 3 */
+	int64_t arc;		/* the changed run's first block (arc_start), -1: none */
 };
 
 static struct xtrans *find_trans(struct xlog *l, uint32_t tid)
@@ -744,17 +745,208 @@ static int64_t arc_start(struct xlog *l)
 	return best_gap ? (int64_t)best : -1;
 }
 
+/* The record headers in changed log blocks (read in 1 MiB pieces), as
+ * candidates in *cv: the newest is the head.  RX_OK or the read's error. */
+static int changed_headers(struct xlog *l, unsigned char *chunk, struct cand **cv, size_t *nc)
+{
+	const struct xfs_geo *g = l->g;
+	const struct rangeset *changed = l->changed;
+	uint64_t lend = g->log_start + g->log_bytes;
+	size_t ccap = 0;
+	struct rechdr rh;
+
+	for (size_t i = rs_find(changed, g->log_start);
+	     i < changed->n && changed->v[i].start < lend; i++) {
+		uint64_t a = changed->v[i].start > g->log_start ? changed->v[i].start : g->log_start;
+		uint64_t e = changed->v[i].start + changed->v[i].len;
+
+		if (e > lend)
+			e = lend;
+		a = (a - g->log_start) / BB;
+		e = (e - g->log_start + BB - 1) / BB;
+		for (uint64_t b = a; b < e;) {
+			uint64_t n = e - b > (1u << 20) / BB ? (1u << 20) / BB : e - b;
+
+			if (read_bbs(l, b, n, chunk))
+				return l->r->err_code;
+			for (uint64_t k = 0; k < n; k++) {
+				const unsigned char *h = chunk + k * BB;
+
+				if (be32(h) == XLOG_MAGIC && !parse_hdr(l, h, b + k, &rh)) {
+					xgrow((void **)cv, &ccap, *nc + 1, sizeof(**cv));
+					(*cv)[*nc] = (struct cand){ .lsn = rh.lsn, .b = b + k };
+					(*nc)++;
+				}
+			}
+			b += n;
+		}
+	}
+	return RX_OK;
+}
+
+/*
+ * The first record of the changed run (nearest the run's start first,
+ * without reading the others): 1 and *p0b, *p0_lsn.  A record header
+ * nearer the run's start that cannot be read hides what it carried: then
+ * l->incomplete (nothing is left out later).
+ */
+static int run_start(struct xlog *l, struct cand *cv, size_t nc, const struct rechdr *head,
+		     uint64_t *p0b, uint64_t *p0_lsn)
+{
+	int64_t arc = arc_start(l);
+	struct cand **byd;
+	struct rechdr rh;
+	int have = 0;
+
+	l->arc = arc;
+	if (arc < 0)
+		return 0;
+	byd = xmalloc(nc * sizeof(*byd));
+	for (size_t i = 0; i < nc; i++) {
+		cv[i].d = (cv[i].b + l->bbs - (uint64_t)arc) % l->bbs;
+		byd[i] = &cv[i];
+	}
+	qsort(byd, nc, sizeof(*byd), cmp_cand_d);
+	for (size_t i = 0; i < nc && !have && !l->over; i++) {
+		if (byd[i]->lsn <= head->lsn && !cand_record(l, byd[i], &rh)) {
+			*p0b = byd[i]->b;
+			*p0_lsn = byd[i]->lsn;
+			have = 1;
+		} else {
+			/* A header nearer the start that is not a record (or a
+			 * newer one than the head). */
+			l->incomplete = 1;
+		}
+	}
+	free(byd);
+	return have;
+}
+
+/* From block startb (lsn start_lsn) to the head, record by record, each
+ * record's ops parsed (all of them from the run's first record on). */
+static int parse_to_head(struct xlog *l, uint64_t startb, uint64_t start_lsn, uint64_t headb,
+			 const struct rechdr *head, int have_p0)
+{
+	struct resolver *r = l->r;
+	struct rechdr rh;
+	uint64_t b = startb, steps;
+	int rc;
+
+	for (steps = 0; steps <= l->bbs; steps++) {
+		if (read_record(l, b, &rh))
+			return rx_fail(r, RX_FULL_SCAN, "XFS log: unreadable record at block %llu before the head",
+				       (unsigned long long)b);
+		if (rh.lsn > head->lsn || rh.lsn < start_lsn)
+			return rx_fail(r, RX_FULL_SCAN, "XFS log: record at block %llu out of sequence",
+				       (unsigned long long)b);
+		l->out->records++;
+		rc = record_ops(l, l->rec + (size_t)rh.hblks * BB, rh.len, rh.nops,
+				have_p0 || record_touched(l, b, &rh));
+		if (rc)
+			return rc;
+		if (b == headb)
+			return RX_OK;
+		b = (b + rh.hblks + (rh.len + BB - 1) / BB) % l->bbs;
+	}
+	return rx_fail(r, RX_FULL_SCAN, "XFS log: the head was not reached from the tail");
+}
+
+/*
+ * A live log: every record read was CRC-checked and in sequence, so one
+ * overwritten while read already ended the run in exit 3.  The head read
+ * again must be the same record: if the log went a whole lap meanwhile,
+ * what was read may be a mix of laps.  Then the transactions not
+ * committed yet count as well, when touched.
+ */
+static int head_recheck(struct xlog *l, uint64_t headb, const struct rechdr *head)
+{
+	struct xlog_out *out = l->out;
+	struct rechdr rh;
+	int rc;
+
+	if (out->before_head_reread)
+		out->before_head_reread(out->ctx, l->g->log_start + headb * BB);
+	if (read_record(l, headb, &rh) || rh.lsn != head->lsn)
+		return rx_fail(l->r, RX_FULL_SCAN, "XFS log: the head moved a whole lap during the scan");
+	for (struct xtrans *t = l->trans; t; t = t->next) {
+		rc = finish_region(l, t);
+		if (rc)
+			return rc;
+		emit_trans(l, t);
+	}
+	return RX_OK;
+}
+
+static int log_over(struct xlog *l)
+{
+	return rx_fail(l->r, RX_FULL_SCAN, "XFS log: more header-shaped blocks that are not records than a log holds (%llu bytes tried in vain; damaged or crafted)",
+		       (unsigned long long)l->failed_bytes);
+}
+
+/* The head (the newest readable record among the candidates), its checks,
+ * the run's start, then the records up to the head. */
+static int scan_from_head(struct xlog *l, struct cand *cv, size_t nc)
+{
+	struct resolver *r = l->r;
+	struct xlog_out *out = l->out;
+	struct rechdr head;
+	uint64_t headb = 0, startb, start_lsn, p0b = 0, p0_lsn = 0;
+	int rc, found = 0, have_p0;
+
+	if (nc)
+		qsort(cv, nc, sizeof(*cv), cmp_cand);
+	for (size_t i = 0; i < nc && !found && !l->over; i++) {
+		if (!cand_record(l, &cv[i], &head)) {
+			found = 1;
+			headb = cv[i].b;
+		}
+	}
+	if (l->over)
+		return log_over(l);
+	/* Changed log blocks without a readable record: nothing new was
+	 * logged there (a log wrap's zeroing), or it is torn. */
+	if (!found)
+		return nc ? rx_fail(r, RX_FULL_SCAN, "XFS log: no readable record among the changed log blocks") :
+			    RX_OK;
+	if (head.fmt != XLOG_FMT_LINUX_LE)
+		return rx_fail(r, RX_FULL_SCAN, "XFS log written in another byte order (format %u)", head.fmt);
+	out->head_lsn = head.lsn;
+	out->tail_lsn = head.tail_lsn;
+	startb = head.tail_lsn & 0xffffffffu;
+	start_lsn = head.tail_lsn;
+	if (startb >= l->bbs || head.tail_lsn > head.lsn)
+		return rx_fail(r, RX_FULL_SCAN, "XFS log: tail %llx out of range",
+			       (unsigned long long)head.tail_lsn);
+	have_p0 = run_start(l, cv, nc, &head, &p0b, &p0_lsn);
+	if (l->over)
+		return log_over(l);
+	if (have_p0) {
+		startb = p0b;
+		start_lsn = p0_lsn;
+	}
+	rc = parse_to_head(l, startb, start_lsn, headb, &head, have_p0);
+	if (!rc)
+		rc = head_recheck(l, headb, &head);
+	if (rc)
+		return rc;
+	out->complete = have_p0 && !l->incomplete;
+	if (test_hook("CHJ_RESOLVE_DEBUG"))
+		fprintf(stderr, "xfslog: log %llu BBs, arc start %lld, p0 %llu (lsn %llx), parse start %llu, tail %llx, head %llu (lsn %llx), %llu records, complete %d\n",
+			(unsigned long long)l->bbs, (long long)l->arc, (unsigned long long)p0b,
+			(unsigned long long)p0_lsn, (unsigned long long)startb,
+			(unsigned long long)head.tail_lsn, (unsigned long long)headb,
+			(unsigned long long)head.lsn, (unsigned long long)out->records, out->complete);
+	return RX_OK;
+}
+
 int xlog_scan(struct resolver *r, const struct xfs_geo *g, const struct rangeset *changed,
 	      struct xlog_out *out)
 {
 	struct xlog l;
 	struct cand *cv = NULL;
-	size_t nc = 0, ccap = 0;
-	unsigned char *chunk = NULL;
-	struct rechdr head, rh;
-	uint64_t b, headb = 0, steps, startb, start_lsn, p0b = 0, p0_lsn = 0;
-	int64_t arc;
-	int rc = RX_OK, found = 0, have_p0 = 0;
+	size_t nc = 0;
+	unsigned char *chunk;
+	int rc;
 
 	memset(&l, 0, sizeof(l));
 	l.r = r;
@@ -768,162 +960,9 @@ int xlog_scan(struct resolver *r, const struct xfs_geo *g, const struct rangeset
 	l.rec = xmalloc((size_t)8 * BB + XLOG_MAX_RECORD + BB);
 	l.crcbuf = xmalloc(XLOG_REC_SIZE + 8 * XLOG_EXT_HDR_SIZE + XLOG_MAX_RECORD);
 	chunk = xmalloc(1u << 20);
-	/* Record headers in changed log blocks: the newest is the head. */
-	for (size_t i = rs_find(changed, g->log_start);
-	     i < changed->n && changed->v[i].start < g->log_start + g->log_bytes; i++) {
-		uint64_t a = changed->v[i].start > g->log_start ? changed->v[i].start : g->log_start;
-		uint64_t e = changed->v[i].start + changed->v[i].len;
-
-		if (e > g->log_start + g->log_bytes)
-			e = g->log_start + g->log_bytes;
-		a = (a - g->log_start) / BB;
-		e = (e - g->log_start + BB - 1) / BB;
-		for (b = a; b < e;) {
-			uint64_t n = e - b > (1u << 20) / BB ? (1u << 20) / BB : e - b;
-
-			if (read_bbs(&l, b, n, chunk)) {
-				rc = r->err_code;
-				goto out;
-			}
-			for (uint64_t k = 0; k < n; k++) {
-				const unsigned char *h = chunk + k * BB;
-
-				if (be32(h) == XLOG_MAGIC && !parse_hdr(&l, h, b + k, &rh)) {
-					xgrow((void **)&cv, &ccap, nc + 1, sizeof(*cv));
-					cv[nc].lsn = rh.lsn;
-					cv[nc].b = b + k;
-					cv[nc].d = 0;
-					cv[nc].state = 0;
-					nc++;
-				}
-			}
-			b += n;
-		}
-	}
-	if (nc)
-		qsort(cv, nc, sizeof(*cv), cmp_cand);
-	for (size_t i = 0; i < nc && !found && !l.over; i++) {
-		if (!cand_record(&l, &cv[i], &head)) {
-			found = 1;
-			headb = cv[i].b;
-		}
-	}
-	if (l.over)
-		goto over;
-	if (!found) {
-		/* Changed log blocks without a readable record: nothing new
-		 * was logged there (a log wrap's zeroing), or it is torn. */
-		if (nc)
-			rc = rx_fail(r, RX_FULL_SCAN, "XFS log: no readable record among the changed log blocks");
-		goto out;
-	}
-	if (head.fmt != XLOG_FMT_LINUX_LE) {
-		rc = rx_fail(r, RX_FULL_SCAN, "XFS log written in another byte order (format %u)", head.fmt);
-		goto out;
-	}
-	out->head_lsn = head.lsn;
-	out->tail_lsn = head.tail_lsn;
-	startb = head.tail_lsn & 0xffffffffu;
-	start_lsn = head.tail_lsn;
-	if (startb >= l.bbs || head.tail_lsn > head.lsn) {
-		rc = rx_fail(r, RX_FULL_SCAN, "XFS log: tail %llx out of range",
-			     (unsigned long long)head.tail_lsn);
-		goto out;
-	}
-
-	/*
-	 * The first record of the changed run: parsing starts there.  A
-	 * record header nearer the run's start that cannot be read hides
-	 * what it carried: then nothing is left out later.
-	 */
-	arc = arc_start(&l);
-	if (arc >= 0) {
-		struct cand **byd = xmalloc(nc * sizeof(*byd));
-
-		/* Nearest to the run's start first: the first record there,
-		 * without reading the others. */
-		for (size_t i = 0; i < nc; i++) {
-			cv[i].d = (cv[i].b + l.bbs - (uint64_t)arc) % l.bbs;
-			byd[i] = &cv[i];
-		}
-		qsort(byd, nc, sizeof(*byd), cmp_cand_d);
-		for (size_t i = 0; i < nc && !have_p0 && !l.over; i++) {
-			if (byd[i]->lsn <= head.lsn && !cand_record(&l, byd[i], &rh)) {
-				p0b = byd[i]->b;
-				p0_lsn = byd[i]->lsn;
-				have_p0 = 1;
-			} else {
-				/* A header nearer the start that is not a
-				 * record (or a newer one than the head). */
-				l.incomplete = 1;
-			}
-		}
-		free(byd);
-		if (l.over)
-			goto over;
-	}
-	if (have_p0) {
-		startb = p0b;
-		start_lsn = p0_lsn;
-	}
-	/* From the start to the head, record by record. */
-	b = startb;
-	for (steps = 0; steps <= l.bbs; steps++) {
-		if (read_record(&l, b, &rh)) {
-			rc = rx_fail(r, RX_FULL_SCAN, "XFS log: unreadable record at block %llu before the head",
-				     (unsigned long long)b);
-			goto out;
-		}
-		if (rh.lsn > head.lsn || rh.lsn < start_lsn) {
-			rc = rx_fail(r, RX_FULL_SCAN, "XFS log: record at block %llu out of sequence",
-				     (unsigned long long)b);
-			goto out;
-		}
-		out->records++;
-		/* From the run's first record on, every record is in it. */
-		rc = record_ops(&l, l.rec + (size_t)rh.hblks * BB, rh.len, rh.nops,
-				have_p0 || record_touched(&l, b, &rh));
-		if (rc)
-			goto out;
-		if (b == headb)
-			break;
-		b = (b + rh.hblks + (rh.len + BB - 1) / BB) % l.bbs;
-	}
-	if (steps > l.bbs) {
-		rc = rx_fail(r, RX_FULL_SCAN, "XFS log: the head was not reached from the tail");
-		goto out;
-	}
-	/*
-	 * A live log: every record read was CRC-checked and in sequence, so
-	 * one overwritten while read already ended the run in exit 3.  The
-	 * head read again must be the same record: if the log went a whole
-	 * lap meanwhile, what was read may be a mix of laps.
-	 */
-	if (out->before_head_reread)
-		out->before_head_reread(out->ctx, g->log_start + headb * BB);
-	if (read_record(&l, headb, &rh) || rh.lsn != head.lsn) {
-		rc = rx_fail(r, RX_FULL_SCAN, "XFS log: the head moved a whole lap during the scan");
-		goto out;
-	}
-	/* Transactions not committed yet count as well, when touched. */
-	for (struct xtrans *t = l.trans; t; t = t->next) {
-		rc = finish_region(&l, t);
-		if (rc)
-			goto out;
-		emit_trans(&l, t);
-	}
-	out->complete = have_p0 && !l.incomplete;
-	if (test_hook("CHJ_RESOLVE_DEBUG"))
-		fprintf(stderr, "xfslog: log %llu BBs, arc start %lld, p0 %llu (lsn %llx), parse start %llu, tail %llx, head %llu (lsn %llx), %llu records, complete %d\n",
-			(unsigned long long)l.bbs, (long long)arc, (unsigned long long)p0b,
-			(unsigned long long)p0_lsn, (unsigned long long)startb,
-			(unsigned long long)head.tail_lsn, (unsigned long long)headb,
-			(unsigned long long)head.lsn, (unsigned long long)out->records, out->complete);
-	goto out;
-over:
-	rc = rx_fail(r, RX_FULL_SCAN, "XFS log: more header-shaped blocks that are not records than a log holds (%llu bytes tried in vain; damaged or crafted)",
-		     (unsigned long long)l.failed_bytes);
-out:
+	rc = changed_headers(&l, chunk, &cv, &nc);
+	if (!rc)
+		rc = scan_from_head(&l, cv, nc);
 	while (l.trans)
 		free_trans(&l, l.trans);
 	free(cv);

@@ -22,6 +22,7 @@ int main(void)
 	srunner_add_suite(sr, suite_btplan());
 	srunner_add_suite(sr, suite_ext4());
 	srunner_add_suite(sr, suite_util());
+	srunner_add_suite(sr, suite_settle());
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);

@@ -16,6 +16,7 @@ Suite *suite_prefetch(void);
 Suite *suite_btplan(void);
 Suite *suite_ext4(void);
 Suite *suite_util(void);
+Suite *suite_settle(void);
 /* scratch.c: a fresh directory /tmp/chj-TAG.XXXXXX, and its removal. */
 char *scratch_dir(const char *tag);
 void scratch_rm(const char *dir);

@@ -72,6 +72,38 @@ START_TEST(hashes_spread_pairs_and_strings)
 }
 END_TEST
 
+/* The set on the table: any key (0 and UINT64_MAX too), indices kept,
+ * clear keeps nothing, many keys past several growths. */
+START_TEST(u64set_keys)
+{
+	struct u64set s = { 0 };
+
+	ck_assert_int_eq(u64set_has(&s, 0), 0);
+	ck_assert_uint_eq(u64set_index(&s, 5), HT_NONE);
+	ck_assert_int_eq(u64set_add(&s, 0), 1);
+	ck_assert_int_eq(u64set_add(&s, UINT64_MAX), 1);
+	ck_assert_int_eq(u64set_add(&s, 0), 0);
+	ck_assert_int_eq(u64set_add(&s, UINT64_MAX), 0);
+	ck_assert_uint_eq(u64set_index(&s, UINT64_MAX), 1);
+	for (uint64_t k = 1; k < 100000; k++)
+		ck_assert_int_eq(u64set_add(&s, k * 4096), 1);
+	ck_assert_uint_eq(s.n, 100001);
+	for (uint64_t k = 1; k < 100000; k++) {
+		ck_assert_uint_eq(u64set_index(&s, k * 4096), k + 1);
+		ck_assert_int_eq(u64set_has(&s, k * 4096 + 1), 0);
+	}
+	u64set_clear(&s);
+	ck_assert_uint_eq(s.n, 0);
+	ck_assert_int_eq(u64set_has(&s, 4096), 0);
+	ck_assert_int_eq(u64set_has(&s, 0), 0);
+	ck_assert_int_eq(u64set_add(&s, 4096), 1);
+	ck_assert_uint_eq(u64set_index(&s, 4096), 0);
+	u64set_free(&s);
+	ck_assert_uint_eq(s.n, 0);
+	ck_assert_int_eq(u64set_has(&s, 4096), 0);
+}
+END_TEST
+
 START_TEST(results_find_by_root_and_inode)
 {
 	/* Same inode numbers in two roots are different items; the loop
@@ -151,6 +183,7 @@ Suite *suite_htab(void)
 	tcase_add_test(tc, every_index_found_through_growth_and_collisions);
 	tcase_add_test(tc, empty_table_finds_nothing);
 	tcase_add_test(tc, hashes_spread_pairs_and_strings);
+	tcase_add_test(tc, u64set_keys);
 	tcase_add_test(tc, results_find_by_root_and_inode);
 	tcase_add_test(tc, paths_deduplicated_past_the_index_threshold);
 	suite_add_tcase(s, tc);
