@@ -44,12 +44,13 @@ tls_cert() {
 		fail "openssl: no certificate for $4"
 }
 
-# refused WHAT PATTERN CMD...: CMD (a client) fails, saying PATTERN.
+# refused WHAT PATTERN CMD...: CMD (a client) fails, saying PATTERN (an
+# extended regular expression).
 refused() {
 	local what=$1 pat=$2 rc=0
 	shift 2
 	"$@" >/tmp/ref.out 2>/tmp/ref.err || rc=$?
 	[ "$rc" != 0 ] || fail "$what: connected ($(cat /tmp/ref.out))"
-	grep -q -- "$pat" /tmp/ref.err || fail "$what: said '$(cat /tmp/ref.err)', not '$pat'"
+	grep -qE -- "$pat" /tmp/ref.err || fail "$what: said '$(cat /tmp/ref.err)', not '$pat'"
 	log "refused, $what: $(head -n 1 /tmp/ref.err)"
 }

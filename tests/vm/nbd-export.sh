@@ -117,13 +117,17 @@ backup() {
 }
 
 TLS_EXPORT=() TLS_BACKUP=()
+# What nbdinfo says when the server wants TLS and the client has none:
+# libnbd 1.14 (Debian 12) names it; 1.22 (Debian 13) only reports the
+# export it never got (the TLS clients of the same server read it).
+NO_TLS='requires TLS|server has not returned export size'
 
 # While the PSK export of backup 2 serves: the socket is 0660, group 12345.
 psk_checks() {
 	local u="nbds+unix://backup1@/?socket=$SOCK&tls-psk-file=$PKI/nobody.psk"
 	assert_eq "nbds+unix:///?socket=$SOCK" "$URI" "PSK socket URI"
 	assert_eq "660 12345" "$(stat -c '%a %g' $SOCK)" "socket mode and group"
-	refused "no TLS" "requires TLS" nbdinfo --size "nbd+unix:///?socket=$SOCK"
+	refused "no TLS" "$NO_TLS" nbdinfo --size "nbd+unix:///?socket=$SOCK"
 	refused "wrong PSK" "gnutls_handshake" \
 		nbdinfo --size "nbds+unix://backup1@/?socket=$SOCK&tls-psk-file=$PKI/wrong.psk"
 	refused "uid nobody, not in the group" "Permission denied" \
@@ -136,7 +140,7 @@ psk_checks() {
 x509_checks() {
 	local u="nbds://$NET:10810/?tls-certificates=$PKI"
 	assert_eq "nbds://$NET:10810/" "$URI" "x509 TCP URI"
-	refused "no TLS" "requires TLS" nbdinfo --size "nbd://$NET:10810/"
+	refused "no TLS" "$NO_TLS" nbdinfo --size "nbd://$NET:10810/"
 	refused "a certificate not in --tls-authz" "gnutls" nbdinfo --size "$u/intruder"
 	refused "no client certificate" "gnutls" nbdinfo --size "$u/nocert"
 }
