@@ -1324,6 +1324,7 @@ int btrfs_fuzz_items(const unsigned char *data, size_t size)
 
 	free(u.name);
 	free(rs.v);
+	free(rs.created);
 	bctx_free(&b);
 	res_free(&r.res);
 	rs_free(&r.changed);
