@@ -13,10 +13,24 @@
 # copied next time.
 #
 # chj-resolve lists changed files and every directory whose entries
-# changed.  Directories are passed with a trailing slash, so that rsync
-# --delete removes entries deleted from them; files are passed as they are,
-# and --ignore-times makes rsync copy them even when a change kept the size
-# and mtime (which rsync's quick check alone would miss).
+# changed.  Three rsync passes, in this order:
+#  1. the listed directories, with a trailing slash (rsync takes their
+#     entries, one level) and --delete, so that entries deleted from them go
+#     from DEST too; rsync's quick check decides which entries to copy;
+#  2. the directories DEST lacks (new, renamed, a new btrfs snapshot), -r;
+#  3. the listed files, with --ignore-times, which copies them even when a
+#     change kept the size and mtime (which the quick check alone misses),
+#     and the listed directories themselves (their times, after pass 3
+#     replaced files in them).
+# Not --ignore-times on a directory's entries: rsync would copy every entry
+# again into a new inode, and an unchanged entry linked to a name outside
+# the transfer (a hard link in another directory) would lose that link in
+# DEST.  A listed directory may be a false positive; a false positive must
+# cost time only, never the backup's link structure.  Pass 3 comes last so
+# that every name of a changed inode is linked again (-H) whatever the
+# passes before it did.  Files with several links inside a directory copied
+# whole are copied again in pass 3 with all their names (found by one walk
+# of their filesystem or btrfs subvolume), so -H links them there too.
 #
 # -aHAX, not -a alone: -a keeps neither hard links (-H), ACLs (-A) nor
 # extended attributes (-X, file capabilities among them), and a backup must.
@@ -34,6 +48,38 @@ mnt=$(findmnt -n -o TARGET --source "/dev/mapper/$name" | head -n 1)
 [ -n "$mnt" ] || { echo "rsync-backup: /dev/mapper/$name is not mounted" >&2; exit 1; }
 mkdir -p "$dest"
 
+# links_of_whole LIST: every name, relative to $mnt and NUL-terminated, of
+# each file with more than one link inside the directories of LIST (copied
+# whole, -r): that pass links only names inside it, so pass 3 copies all
+# the names again and -H links them.  A file's links all lie in its
+# filesystem or btrfs subvolume: the top of the path whose directories have
+# the file's device number; one walk of each such top.
+links_of_whole() {
+	local d top up key n root=${mnt%/}
+	declare -A want=() tops=()
+	while IFS= read -r -d '' d; do
+		n=0
+		while IFS= read -r -d '' key; do
+			want[$key]=1 n=$((n + 1))
+		done < <(find "$root/$d" -xdev -type f -links +1 -printf '%D:%i\0')
+		[ $n -gt 0 ] || continue
+		top=$root/${d%/}
+		top=${top%/.}
+		while [ "$top" != "$root" ] && [ -n "$top" ]; do
+			up=${top%/*}
+			[ "$(stat -c %d "${up:-/}")" = "$(stat -c %d "$top")" ] || break
+			top=$up
+		done
+		tops[$top]=1
+	done <"$1"
+	[ ${#want[@]} -gt 0 ] || return 0
+	for top in "${!tops[@]}"; do
+		while IFS= read -r -d '' key && IFS= read -r -d '' d; do
+			[ -z "${want[$key]:-}" ] || printf '%s\0' "${d#"$root"/}"
+		done < <(find "${top:-/}" -xdev -type f -links +1 -printf '%D:%i\0%p\0')
+	done
+}
+
 new=$($CHJ checkpoint "$name")
 rc=3
 if [ -f "$state" ]; then
@@ -44,24 +90,25 @@ if [ -f "$state" ]; then
 fi
 case $rc in
 0)
-	# Paths relative to the mount point, directories with a trailing slash
-	# (rsync then takes their entries, one level).  A directory the mirror
-	# does not have yet (new, renamed, a new btrfs snapshot) is copied
-	# whole: chj-resolve lists such a directory but not what it holds
+	# Paths relative to the mount point: directories with a trailing slash
+	# into $dirs, everything else into $files.  A directory the mirror does
+	# not have yet (new, renamed, a new btrfs snapshot) is copied whole
+	# ($whole): chj-resolve lists such a directory but not what it holds
 	# unchanged.  So is each subdirectory of a listed directory that the
 	# mirror lacks (one renamed into it).
-	one=$(mktemp) whole=$(mktemp)
-	trap 'rm -f "$list" "$one" "$whole"' EXIT
+	dirs=$(mktemp) self=$(mktemp) files=$(mktemp) whole=$(mktemp)
+	trap 'rm -f "$list" "$dirs" "$self" "$files" "$whole"' EXIT
 	shopt -s nullglob dotglob
 	while IFS= read -r -d '' p; do
 		rel=${p#"$mnt"}
 		rel=${rel#/}
 		if [ -z "$rel" ]; then rel=.; fi
 		if [ ! -d "$p" ] || [ -L "$p" ]; then
-			printf '%s\0' "$rel" >>"$one"
+			printf '%s\0' "$rel" >>"$files"
 			continue
 		fi
-		printf '%s/\0' "$rel" >>"$one"
+		printf '%s/\0' "$rel" >>"$dirs"
+		printf '%s\0' "$rel" >>"$self"
 		if [ ! -d "$dest/$rel" ]; then
 			printf '%s/\0' "$rel" >>"$whole"
 			continue
@@ -71,9 +118,19 @@ case $rc in
 			[ -L "$c" ] || [ -d "$dest/$rel/${c##*/}" ] || printf '%s/\0' "$rel/${c##*/}" >>"$whole"
 		done
 	done <"$list"
-	rsync -aHAX --numeric-ids --delete --ignore-times --from0 --files-from="$one" "$mnt/" "$dest/"
+	if [ -s "$dirs" ]; then
+		rsync -aHAX --numeric-ids --delete --from0 --files-from="$dirs" "$mnt/" "$dest/"
+	fi
 	if [ -s "$whole" ]; then
 		rsync -aHAX --numeric-ids --delete -r --from0 --files-from="$whole" "$mnt/" "$dest/"
+		links_of_whole "$whole" >>"$files"
+	fi
+	# The listed directories again, without the slash (the directory
+	# alone): pass 3 replaces files inside them, and rsync sets their
+	# times back at its end.
+	cat "$self" >>"$files"
+	if [ -s "$files" ]; then
+		rsync -aHAX --numeric-ids --ignore-times --from0 --files-from="$files" "$mnt/" "$dest/"
 	fi
 	echo "rsync-backup: $(tr -cd '\0' <"$list" | wc -c) paths since epoch $(cat "$state"), $(tr -cd '\0' <"$whole" | wc -c) directories new to the mirror copied whole"
 	;;

@@ -122,14 +122,16 @@ e2e_incremental() {
 	e2e_backup "$fs"
 	[ -f "$E2E_RUN/list" ] || fail "$fs: the example made a full copy, not an incremental"
 	e2e_diff "$fs" "/tmp/after-$fs"
+	# Kept before the verdict: a failed cycle's list is what explains it.
+	mkdir -p "$CHJ_OUT/cycles"
+	cp "$truth" "$CHJ_OUT/cycles/$fs-$wl-$when.truth"
+	cp "$E2E_RUN/list" "$CHJ_OUT/cycles/$fs-$wl-$when.list"
+	cp "/tmp/after-$fs" "$CHJ_OUT/cycles/$fs-$wl-$when.after"
 	if [ -s "/tmp/after-$fs" ]; then
 		head -n 40 "/tmp/after-$fs"
 		fail "$fs after $wl ($when): the backup differs from the source in $(wc -l <"/tmp/after-$fs") paths"
 	fi
 	e2e_links "$fs"
-	mkdir -p "$CHJ_OUT/cycles"
-	cp "$truth" "$CHJ_OUT/cycles/$fs-$wl-$when.truth"
-	cp "$E2E_RUN/list" "$CHJ_OUT/cycles/$fs-$wl-$when.list"
 	python3 -S "$CHJ_ROOT/tests/e2e/report.py" "$fs" "$wl" "$when" "/tmp/m/$fs" "$truth" \
 		"$E2E_RUN/list" "$E2E_RUN/resolve-ms" "$E2E_RUN/rsync.out" | tee -a "$REPORT"
 }
