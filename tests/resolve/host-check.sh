@@ -52,10 +52,15 @@ mount $opts "$loop" "$mnt"
 # what must be on its device; a global sync also writes back whatever the
 # guests of the VM tests beside (make check) left dirty in the host's page
 # cache, and stalls them (docs/testing.md, "Time budget").
+# XFS: also where the log was (NAME.logat), for the maps made against this
+# image (changes *-NAME): resolve passes it as CHJ_RESOLVE_LOG_AT_MAP, so
+# that the resolver knows the log records written after the image are in
+# no mark, as it knows it of a map read from dm-chj (the live log below).
 image() {
 	sync -f "$mnt"
 	fsfreeze -f "$mnt"
 	cp --sparse=always "$img" "$work/$1.img"
+	case $fs in xfs*) "$here/log-churn.sh" --lsns "$loop" >"$work/$1.logat" ;; esac
 	fsfreeze -u "$mnt"
 }
 
@@ -74,11 +79,13 @@ changes() {
 # checkpoint, against which the device is compared for the current epoch's
 # marks (the epoch-start rule: docs/resolve.md, "The state store").
 # resolve SINCE EPOCH IMAGE CHANGES ARG...: one run of chj-resolve-test.
+# (Every map CHANGES here is made against IMAGE: its log position is IMAGE's.)
 resolve() {
-	local since=$1 ep=$2 im=$3 ch=$4
+	local since=$1 ep=$2 im=$3 ch=$4 at=
 	shift 4
+	[ -e "$work/$im.logat" ] && at=$(cat "$work/$im.logat")
 	CHJ_RESOLVE_EPOCH=$ep CHJ_RESOLVE_EPOCH_IMAGE=$work/$im.img CHJ_RESOLVE_CHANGES=$ch \
-		"$RESOLVE" --since "$since" "$@"
+		CHJ_RESOLVE_LOG_AT_MAP=$at "$RESOLVE" --since "$since" "$@"
 }
 
 # check NAME CHANGES BEFORE AFTER WRITES SINCE EPOCH IMAGE: resolve with the
