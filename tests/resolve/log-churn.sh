@@ -15,6 +15,8 @@
 #                               jbd2 superblock (ext4: it moves when a
 #                               checkpoint took the tail), "CYCLE BLOCK" of
 #                               the XFS log head (/sys/fs/xfs)
+#   log-churn.sh --lsns DEV     the XFS log's head and tail LSNs, "C:B C:B"
+#                               (chj-resolve-test's CHJ_RESOLVE_LOG_AT_MAP)
 #   log-churn.sh --wraps FS A B how many times the log wrapped from state A
 #                               to a later state B (ext4: the tail went
 #                               down but not to 0, the empty journal: once
@@ -23,16 +25,20 @@
 # CHJ_RESOLVE_LOG_RACE, between its read of the log and its re-read.
 set -euo pipefail
 
-state() { # state DEV FS
+# xfs_sys DEV: /sys/fs/xfs/NAME/log of DEV (loop0, dm-2: the kernel's name,
+# from /sys/dev/block/MAJ:MIN).
+xfs_sys() {
 	local t
+	t=$(stat -Lc '%t %T' "$1")
+	t=$(printf '%d:%d' "0x${t% *}" "0x${t#* }")
+	echo "/sys/fs/xfs/$(basename "$(readlink -f "/sys/dev/block/$t")")/log"
+}
+
+state() { # state DEV FS
 	case $2 in
 	ext4) dumpe2fs -h "$1" 2>/dev/null |
 		awk '/^Journal start:/ { s = $3 } /^Journal sequence:/ { q = $3 } END { print s, q }' ;;
-	xfs*)
-		# The kernel's name of DEV (loop0, dm-2): /sys/dev/block/MAJ:MIN.
-		t=$(stat -Lc '%t %T' "$1")
-		t=$(printf '%d:%d' "0x${t% *}" "0x${t#* }")
-		tr ':' ' ' <"/sys/fs/xfs/$(basename "$(readlink -f "/sys/dev/block/$t")")/log/log_head_lsn" ;;
+	xfs*) tr ':' ' ' <"$(xfs_sys "$1")/log_head_lsn" ;;
 	*) echo "log-churn: no log state for $2" >&2; exit 2 ;;
 	esac
 }
@@ -44,6 +50,10 @@ round() { # round DIR
 
 if [ "${1:-}" = --state ]; then
 	state "$2" "$3"
+	exit 0
+fi
+if [ "${1:-}" = --lsns ]; then
+	echo "$(cat "$(xfs_sys "$2")/log_head_lsn") $(cat "$(xfs_sys "$2")/log_tail_lsn")"
 	exit 0
 fi
 if [ "${1:-}" = --until ]; then
@@ -75,5 +85,5 @@ case $# in
 	done
 	echo "race: the log did not move in $4 rounds" >&2
 	exit 1 ;;
-*) echo "usage: $0 DIR [DEV FS ROUNDS] | --until FILE DIR | --state DEV FS | --wraps FS A B" >&2; exit 2 ;;
+*) echo "usage: $0 DIR [DEV FS ROUNDS] | --until FILE DIR | --state DEV FS | --lsns DEV | --wraps FS A B" >&2; exit 2 ;;
 esac

@@ -247,6 +247,16 @@ struct resolver {
 	int epoch_known;	/* current_epoch is the device's (the store needs it) */
 	uint32_t region_bytes;
 	struct rangeset changed;	/* bytes on the device */
+	/*
+	 * Where the XFS log was (head and tail LSNs, the kernel's) just
+	 * before the map was read: the log blocks the map can cover end
+	 * there.  Log records the kernel writes later are in no mark, and
+	 * once the head goes round to the records the map does cover, what
+	 * the scan reads there is a later lap (xfslog.c).  map_log_known 0:
+	 * not XFS, not mounted, or no /sys/fs/xfs.
+	 */
+	uint64_t map_log_head, map_log_tail;
+	int map_log_known;
 
 	struct results res;
 	struct stats st;
@@ -286,6 +296,13 @@ int target_read_changes(struct resolver *r);
 int target_epoch_marks(struct resolver *r, const struct rangeset *read, struct rangeset *marked);
 /* RX_FULL_SCAN if the target is in fail mode, else RX_OK (or an error). */
 int target_check_mode(struct resolver *r);
+/* r->map_log_*: where the XFS log is now, to be called just before a
+ * change map is read (chj-resolve-test: CHJ_RESOLVE_LOG_AT_MAP when the
+ * map is a file).  RX_OK or an error (a malformed test hook). */
+int target_note_log(struct resolver *r);
+/* The XFS log's head and tail LSNs of the filesystem on devno, as the
+ * kernel has them (/sys/fs/xfs/NAME/log): 0, or -1 if not known. */
+int xfs_log_state(dev_t devno, uint64_t *head, uint64_t *tail);
 /* chj-resolve-test's CHJ_RESOLVE_LOG_RACE, run once before a log's head is
  * read again (ext4.c's jbd2 walk, xfs.c's log scans); nothing in chj-resolve. */
 void test_log_race(void);

@@ -29,6 +29,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "bytes.h"
@@ -145,6 +146,47 @@ uint64_t xfs_byte_to_ino(const struct xfs_geo *g, uint64_t off)
 	return agno << (g->agblklog + g->inopblog) | agbno << g->inopblog | slot;
 }
 
+/* One "CYCLE:BLOCK" file of /sys/fs/xfs/NAME/log as an LSN; 0 or -1. */
+static int sysfs_lsn(const char *name, const char *file, uint64_t *lsn)
+{
+	char p[512], buf[64];
+	unsigned long long c, b;
+	FILE *f;
+	int ok;
+
+	if (snprintf(p, sizeof(p), "/sys/fs/xfs/%s/log/%s", name, file) >= (int)sizeof(p))
+		return -1;
+	f = fopen(p, "re");
+	if (!f)
+		return -1;
+	ok = fgets(buf, sizeof(buf), f) && sscanf(buf, "%llu:%llu", &c, &b) == 2 &&
+	     c <= UINT32_MAX && b <= UINT32_MAX;
+	fclose(f);
+	if (!ok)
+		return -1;
+	*lsn = (uint64_t)c << 32 | b;
+	return 0;
+}
+
+int xfs_log_state(dev_t devno, uint64_t *head, uint64_t *tail)
+{
+	char p[128], link[4096];
+	const char *name;
+	ssize_t n;
+
+	/* The kernel's name of the device (loop0, dm-2): XFS's sysfs name. */
+	snprintf(p, sizeof(p), "/sys/dev/block/%u:%u", major(devno), minor(devno));
+	n = readlink(p, link, sizeof(link) - 1);
+	if (n <= 0)
+		return -1;
+	link[n] = 0;
+	name = strrchr(link, '/');
+	name = name ? name + 1 : link;
+	if (!*name || sysfs_lsn(name, "log_head_lsn", head) || sysfs_lsn(name, "log_tail_lsn", tail))
+		return -1;
+	return 0;
+}
+
 struct xctx {
 	struct resolver *r;
 	struct xfs_geo g;
@@ -175,6 +217,15 @@ static void log_race(void *ctx, uint64_t head)
 	(void)ctx;
 	(void)head;
 	test_log_race();
+}
+
+/* The log's head now (xlog_out.now_head): the kernel's, from sysfs. */
+static int log_now(void *ctx, uint64_t *lsn)
+{
+	struct xctx *x = ctx;
+	uint64_t tail;
+
+	return xfs_log_state(x->r->devno, lsn, &tail);
 }
 
 static void log_range(void *ctx, uint64_t start, uint64_t len)
@@ -475,7 +526,8 @@ static int current_epoch_logged(struct xctx *x, char *why, size_t wlen)
 {
 	struct resolver *r = x->r;
 	struct rangeset logr, marked;
-	int rc = 0;
+	uint64_t map_head = 0, map_tail = 0;
+	int rc = 0, map_known;
 
 	if (syncfs(r->mnt_fd)) {
 		snprintf(why, wlen, "syncfs: %s", strerror(errno));
@@ -484,12 +536,16 @@ static int current_epoch_logged(struct xctx *x, char *why, size_t wlen)
 	rs_init(&logr);
 	rs_init(&marked);
 	rs_add(&logr, x->g.log_start, x->g.log_bytes);
+	/* Where the log is before the marks are read (as for the map). */
+	map_known = !xfs_log_state(r->devno, &map_head, &map_tail);
 	if (target_epoch_marks(r, &logr, &marked)) {
 		snprintf(why, wlen, "the current epoch's marks cannot be read (%s)", r->err);
 		rc = -1;
 	} else if (marked.n) {
 		struct xlog_out lo = { .ctx = x, .inode = log_inode_now, .range = log_range_now,
-				       .before_head_reread = log_race };
+				       .before_head_reread = log_race, .map_known = map_known,
+				       .map_head = map_head, .map_tail = map_tail,
+				       .now_head = log_now };
 
 		if (xlog_scan(r, &x->g, &marked, &lo)) {
 			snprintf(why, wlen, "the log since the checkpoint cannot be read (%s)", r->err);
@@ -1017,7 +1073,9 @@ static int xfs_read_log(struct xctx *x)
 	struct resolver *r = x->r;
 	struct xfs_geo *g = &x->g;
 	struct xlog_out lo = { .ctx = x, .inode = log_inode, .range = log_range,
-			       .before_head_reread = log_race };
+			       .before_head_reread = log_race, .map_known = r->map_log_known,
+			       .map_head = r->map_log_head, .map_tail = r->map_log_tail,
+			       .now_head = log_now };
 	int rc;
 
 	/* No log block written since the epoch: no metadata changed. */

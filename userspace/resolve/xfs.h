@@ -34,6 +34,17 @@ struct xlog_out {
 	 * record (at device byte head) is read again, to move the log under
 	 * the scan (unit tests; xfs.c's log_race for CHJ_RESOLVE_LOG_RACE). */
 	void (*before_head_reread)(void *ctx, uint64_t head);
+	/*
+	 * The log's head and tail LSNs (the kernel's) just before the change
+	 * map was read (map_known), and the head now (now_head: 0, or -1 if
+	 * it cannot be read), called after every record was read.  The map
+	 * marks no record written after it was read: the records it does
+	 * mark are only what was read if the head went less than a lap from
+	 * there meanwhile (xfslog.c, lapped_since_map).  Unknown: not checked.
+	 */
+	int map_known;
+	uint64_t map_head, map_tail;
+	int (*now_head)(void *ctx, uint64_t *lsn);
 	uint64_t transactions, records, head_lsn, tail_lsn;
 	uint64_t read_bytes;	/* bytes of records read (and CRC-checked) */
 	/*

@@ -877,6 +877,88 @@ static int head_recheck(struct xlog *l, uint64_t headb, const struct rechdr *hea
 	return RX_OK;
 }
 
+/* An LSN as a place in the log's sequence of blocks (cycles of bbs). */
+static uint64_t lsn_pos(const struct xlog *l, uint64_t lsn)
+{
+	return (lsn >> 32) * l->bbs + (lsn & 0xffffffffu);
+}
+
+/*
+ * The tail as of the change map, when it is an older start than the head
+ * record's tail (the whole log changed, no run to start from): records
+ * between the two held changes written home since the map was read, into
+ * no mark; their records still tell (lapped_since_map checks they are
+ * still there).  *startb and *start_lsn moved there; else unchanged.
+ */
+static void start_at_map_tail(struct xlog *l, const struct rechdr *head, uint64_t *startb,
+			      uint64_t *start_lsn)
+{
+	const struct xlog_out *out = l->out;
+	uint64_t t = out->map_tail;
+
+	/* Only a tail in the log, at most a lap behind the head then. */
+	if (!out->map_known || (t & 0xffffffffu) >= l->bbs || t > out->map_head ||
+	    lsn_pos(l, out->map_head) - lsn_pos(l, t) >= l->bbs || t >= head->tail_lsn)
+		return;
+	*startb = t & 0xffffffffu;
+	*start_lsn = t;
+}
+
+/*
+ * The change map was read with the log's head at map_head.  The records
+ * since the epoch that it marks lie from the changed run's start (l->arc)
+ * up to map_head: da blocks.  The kernel went on writing from map_head,
+ * into no mark; once it went bbs - da blocks, it wrote over the run's
+ * start, and what the scan read there (all of the run, after a little
+ * more) is a later lap: records the marks do not cover in place of those
+ * they do, as well-formed and in sequence, so nothing in them tells.
+ * Hence the head read again after the scan, compared with map_head: from
+ * a run, the head must have gone less than bbs - da; from a tail (the
+ * whole log changed), less than a lap past it.  Else exit 3.  RX_OK when
+ * the map's log position is not known (as before: the check is not made).
+ */
+static int lapped_since_map(struct xlog *l, const struct rechdr *head, int have_p0,
+			    uint64_t start_lsn)
+{
+	struct xlog_out *out = l->out;
+	uint64_t now = head->lsn, np, mp, da;
+
+	if (!out->map_known)
+		return RX_OK;
+	if ((out->map_head & 0xffffffffu) >= l->bbs)
+		return rx_fail(l->r, RX_FULL_SCAN, "XFS log: the head when the change map was read (%llx) is not in the log",
+			       (unsigned long long)out->map_head);
+	if (out->now_head) {
+		uint64_t h;
+
+		if (out->now_head(out->ctx, &h))
+			return rx_fail(l->r, RX_FULL_SCAN, "XFS log: its head cannot be read again after the scan");
+		if (h > now)
+			now = h;
+	}
+	/*
+	 * The kernel's head is where its next log buffer goes, but the one
+	 * it points at may be on disk already (seen: after a freeze, a record
+	 * at the head's block): the blocks written reach up to one record
+	 * further.
+	 */
+	np = lsn_pos(l, now) + XLOG_MAX_RECORD / BB + 8;
+	mp = lsn_pos(l, out->map_head);
+	if (lsn_pos(l, now) < mp)
+		return rx_fail(l->r, RX_FULL_SCAN, "XFS log: the head went back since the change map was read (%llx then, %llx now)",
+			       (unsigned long long)out->map_head, (unsigned long long)now);
+	if (have_p0 && l->arc >= 0) {
+		da = ((out->map_head & 0xffffffffu) + l->bbs - (uint64_t)l->arc) % l->bbs;
+		if (np - mp + da >= l->bbs)
+			return rx_fail(l->r, RX_FULL_SCAN, "XFS log: the head went round to the changed log blocks since the change map was read (%llx then, %llx now): they may hold a later lap",
+				       (unsigned long long)out->map_head, (unsigned long long)now);
+	} else if (np - lsn_pos(l, start_lsn) >= l->bbs) {
+		return rx_fail(l->r, RX_FULL_SCAN, "XFS log: the head went a lap past the tail since the change map was read (%llx then, %llx now)",
+			       (unsigned long long)start_lsn, (unsigned long long)now);
+	}
+	return RX_OK;
+}
+
 static int log_over(struct xlog *l)
 {
 	return rx_fail(l->r, RX_FULL_SCAN, "XFS log: more header-shaped blocks that are not records than a log holds (%llu bytes tried in vain; damaged or crafted)",
@@ -923,16 +1005,22 @@ static int scan_from_head(struct xlog *l, struct cand *cv, size_t nc)
 	if (have_p0) {
 		startb = p0b;
 		start_lsn = p0_lsn;
+	} else {
+		start_at_map_tail(l, &head, &startb, &start_lsn);
 	}
 	rc = parse_to_head(l, startb, start_lsn, headb, &head, have_p0);
 	if (!rc)
 		rc = head_recheck(l, headb, &head);
+	/* After every read: what was read is what the map covers. */
+	if (!rc)
+		rc = lapped_since_map(l, &head, have_p0, start_lsn);
 	if (rc)
 		return rc;
 	out->complete = have_p0 && !l->incomplete;
 	if (test_hook("CHJ_RESOLVE_DEBUG"))
-		fprintf(stderr, "xfslog: log %llu BBs, arc start %lld, p0 %llu (lsn %llx), parse start %llu, tail %llx, head %llu (lsn %llx), %llu records, complete %d\n",
-			(unsigned long long)l->bbs, (long long)l->arc, (unsigned long long)p0b,
+		fprintf(stderr, "xfslog: log %llu BBs, map head %llx tail %llx (known %d), arc start %lld, p0 %llu (lsn %llx), parse start %llu, tail %llx, head %llu (lsn %llx), %llu records, complete %d\n",
+			(unsigned long long)l->bbs, (unsigned long long)out->map_head,
+			(unsigned long long)out->map_tail, out->map_known, (long long)l->arc, (unsigned long long)p0b,
 			(unsigned long long)p0_lsn, (unsigned long long)startb,
 			(unsigned long long)head.tail_lsn, (unsigned long long)headb,
 			(unsigned long long)head.lsn, (unsigned long long)out->records, out->complete);
