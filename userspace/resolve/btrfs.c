@@ -45,7 +45,9 @@
 #include <unistd.h>
 
 #include "bytes.h"
+#include "libchj.h"
 #include "resolve.h"
+#include "store.h"
 
 #define MAX_DATA_EXTENT		(128ull << 20)	/* BTRFS_MAX_EXTENT_SIZE */
 #define SEARCH_BUF		(64u * 1024)
@@ -77,6 +79,11 @@ struct bctx {
 	uint64_t gen_before;		/* L: largest generation of a tree
 					   block written before the epoch */
 	uint64_t filtered;		/* leaf neighbours dropped by L */
+	uint64_t epoch_gen;		/* G: the last commit before the
+					   checkpoint of epoch r->since, from
+					   the state store; 0 = unknown */
+	uint64_t filtered_gen;		/* of those, dropped by G alone */
+	struct store st;		/* the state store: G per epoch */
 	uint64_t mount_subvol;
 	char *prefix;			/* mount root, relative to the top */
 	struct dirpath *dp;
@@ -991,7 +998,9 @@ static int name_item(struct bctx *b, struct item *it)
 		return RX_OK;	/* deleted: its directory is listed */
 	/* Only in a changed leaf, and its inode item older than the epoch. */
 	if (!(it->reasons & RSN_DATA) && it->ino != BTRFS_FIRST_FREE_OBJECTID &&
-	    ii.transid < b->gen_before) {
+	    (ii.transid < b->gen_before || ii.transid <= b->epoch_gen)) {
+		if (ii.transid >= b->gen_before)
+			b->filtered_gen++;
 		item_drop(it);
 		b->filtered++;
 		return RX_OK;
@@ -1090,6 +1099,61 @@ static int file_ranges(struct bctx *b, struct item *it)
 	return rc;
 }
 
+/*
+ * The state store keeps one value per epoch: G, the generation of the
+ * superblock as the run right after a checkpoint read it (before its
+ * change map), kept only when the current epoch's marks, read after
+ * that, leave the superblock unmarked: then no commit reached the device
+ * since the checkpoint, and G is the last transaction committed before
+ * it.  An inode whose inode item's transid is at most G was last changed
+ * in a transaction committed before the checkpoint: in a later run since
+ * that epoch it is no longer listed for sharing a changed leaf (a small
+ * filesystem rewrites nearly every leaf, and L, above, then stays below
+ * the transactions just before the checkpoint).  Kept as gen and a keyed
+ * hash of it, bound to the (0, 0) row: a row of another meaning or
+ * damaged is not used.
+ */
+#define SB_OFF		(64 * 1024)
+#define SB_LEN		4096
+
+static void gen_value(struct bctx *b, uint64_t gen, uint8_t out[ST_HASH])
+{
+	uint8_t g[8], h[ST_HASH];
+
+	put_le64(g, gen);
+	store_hash(&b->st, 0, 0, g, sizeof(g), h);
+	memcpy(out, g, 8);
+	memcpy(out + 8, h, 8);
+}
+
+static void epoch_gen_open(struct bctx *b)
+{
+	struct resolver *r = b->r;
+	char ident[256], u[37];
+	uint8_t v[ST_HASH], want[ST_HASH];
+
+	chj_uuid_str(r->chj_uuid, u);
+	snprintf(ident, sizeof(ident), "btrfs fs=%s chj=%s gen", r->fs_uuid, u);
+	store_open(r, &b->st, ident);
+	if (!store_get(&b->st, 0, 0, v))
+		return;
+	gen_value(b, le64(v), want);
+	/* Never past what was committed before this run's map. */
+	if (!memcmp(v, want, ST_HASH) && le64(v) <= b->commit_gen)
+		b->epoch_gen = le64(v);
+}
+
+static void epoch_gen_commit(struct bctx *b)
+{
+	uint8_t v[ST_HASH];
+
+	if (!b->st.db || b->st.update == ST_UPD_NONE)
+		return;
+	gen_value(b, b->commit_gen, v);
+	store_stage(&b->st, 0, 0, SB_OFF, SB_LEN, ST_KNOWN, v);
+	store_commit(&b->st);
+}
+
 static int btrfs_resolve_fs(struct bctx *b)
 {
 	struct resolver *r = b->r;
@@ -1100,6 +1164,8 @@ static int btrfs_resolve_fs(struct bctx *b)
 	rc = check_device(b);
 	if (!rc)
 		rc = find_mount(b);
+	if (!rc)
+		epoch_gen_open(b);
 	if (!rc)
 		rc = map_changes(b);
 	if (!rc)
@@ -1136,10 +1202,11 @@ static int btrfs_resolve_fs(struct bctx *b)
 		rc = name_item(b, it);
 	}
 	r->st.leaf_neighbours = b->filtered;
-	if (b->gen_before)
+	if (b->gen_before || b->epoch_gen)
 		snprintf(r->st.note, sizeof(r->st.note),
-			 "btrfs: leaves since generation %llu searched; inodes with transid below %llu (written before the epoch) dropped",
-			 (unsigned long long)b->gen_min, (unsigned long long)b->gen_before);
+			 "btrfs: leaves since generation %llu searched; inodes with transid below %llu (written before the epoch) or at most %llu (the state store: committed before the checkpoint; %llu of them) dropped",
+			 (unsigned long long)b->gen_min, (unsigned long long)b->gen_before,
+			 (unsigned long long)b->epoch_gen, (unsigned long long)b->filtered_gen);
 	r->st.phase[PH_WALK] = now_sec() - t;
 	if (rc)
 		return rc;
@@ -1151,6 +1218,10 @@ static int btrfs_resolve_fs(struct bctx *b)
 			rc = file_ranges(b, it);
 	}
 	r->st.phase[PH_RANGES] = now_sec() - t;
+	if (!rc) {
+		epoch_gen_commit(b);
+		store_describe(&b->st, r->st.state, sizeof(r->st.state));
+	}
 	return rc;
 }
 
@@ -1193,6 +1264,7 @@ static void bctx_free(struct bctx *b)
 	free(b->dp);
 	ht_free(&b->dpidx);
 	free(b->prefix);
+	store_close(&b->st);
 }
 
 static int btrfs_resolve(struct resolver *r)

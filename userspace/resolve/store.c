@@ -430,6 +430,36 @@ int store_same(struct store *s, uint64_t root, uint64_t ino, const uint8_t h[ST_
 	return same;
 }
 
+int store_get(struct store *s, uint64_t root, uint64_t ino, uint8_t out[ST_HASH])
+{
+	sqlite3_stmt *q = s->q_get;
+	int rc, rows = 0, got = 0;
+
+	if (!s->db || !s->can_compare || s->failed || !q)
+		return 0;
+	if (!s->reading && !exec(s->db, "BEGIN"))
+		s->reading = 1;
+	sqlite3_reset(q);
+	sqlite3_bind_int64(q, 1, (sqlite3_int64)root);
+	sqlite3_bind_int64(q, 2, (sqlite3_int64)ino);
+	sqlite3_bind_int64(q, 3, (sqlite3_int64)s->r->since);
+	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+		const void *v = sqlite3_column_blob(q, 0);
+
+		rows++;
+		got = v && sqlite3_column_bytes(q, 0) == ST_HASH;
+		if (got)
+			memcpy(out, v, ST_HASH);
+	}
+	if (rc != SQLITE_DONE) {
+		s->failed = 1;
+		store_warn(s, "a lookup failed (damaged?): not used, rebuilt");
+		snprintf(s->why, sizeof(s->why), "a lookup failed: rebuilt");
+		return 0;
+	}
+	return rows == 1 && got;
+}
+
 void store_prefetch(struct store *s, uint64_t root, const uint64_t *ino, size_t n)
 {
 	int64_t r = (int64_t)root;

@@ -77,6 +77,12 @@ void store_hash(struct store *s, uint64_t root, uint64_t ino, const void *rec, s
  * known and hashed to h; 0 otherwise (changed, unknown, absent, error).
  */
 int store_same(struct store *s, uint64_t root, uint64_t ino, const uint8_t h[ST_HASH]);
+/*
+ * 1 when a value is known for (root, ino) at the start of epoch r->since,
+ * copied to out; 0 otherwise (unknown: its region was marked, absent,
+ * error).  btrfs keeps one such value, not a hash (btrfs.c, epoch_gen).
+ */
+int store_get(struct store *s, uint64_t root, uint64_t ino, uint8_t out[ST_HASH]);
 /* About to call store_same for (root, ino[0..n)): the leaves those
  * searches read, read ahead (prefetch_sqlite); failing that, the file
  * whole when that is cheaper than the searches' own reads. */
