@@ -3,12 +3,94 @@
  * dm-chj metadata: format, load, the two tiers of marks, checkpoint.
  *
  * The on-disk layout is defined in include/chj_format.h and docs/format.md.
- * Ordering rules this file keeps:
- *  - a chunk is usable for writes (cmark) only after a superblock whose
- *    intent map marks it completed with FUA;
- *  - a chunk stops being usable before the exact bits of its regions are
- *    copied for writing, and its mark is cleared on disk only by a
- *    superblock written with PREFLUSH after those bitmap writes completed;
+ * This comment is the one description of the in-core state machine; the
+ * target (dm-chj-target.c), dm-chj-metadata.h, chj_format.h and
+ * docs/dm-chj.txt point here.
+ *
+ * The promise: before a write to region r is issued to the origin, r's
+ * exact bit is durable in the current epoch, or r's chunk is durably marked
+ * in the intent map of the superblock in force.  Either is enough.
+ *
+ * The eight bitmaps (R: one bit per region, C: per chunk, B: per bitmap
+ * block; "lock" is the target's c->lock, the one metadata writer):
+ *
+ *   bits     R  exact map of the epoch in core, set before a write issues
+ *   dirty    B  block has bits set since it was last copied for writing
+ *   durable  R  bit was in a copy of its block that was written and then
+ *               flushed (or went with PREFLUSH/FUA): on disk for this epoch
+ *   pend_blk    blocks of write_exact()'s last batch: written, not flushed
+ *   intent   C  as in the superblock in force or being committed (disk bit
+ *               order); what a crash would answer with
+ *   cmark    C  intent bit durable and the chunk not being retired: writes
+ *               to it may go; read lock-free by the fast path
+ *   cactive  C  a write passed on the chunk's mark since the last clean
+ *               pass (a hint: such chunks are not retired idle)
+ *   cwant    C  to be marked by the next chj_md_commit_marks()
+ *
+ * States of a region r (blk = its bitmap block):
+ *
+ *   state     bits durable  dirty[blk]         a write to r
+ *   CLEAN      0     0      any                needs chunk(r) in MARKED
+ *   SET        1     0      1, or being set    needs chunk(r) in MARKED
+ *   WRITTEN    1     0      0, blk in pend_blk needs chunk(r) in MARKED
+ *                           or written unflushed
+ *   DURABLE    1     1      any                goes, no chunk mark needed
+ *
+ *   CLEAN   -> SET      fast path or worker: chj_md_set_exact_may_issue(),
+ *                       lock-free (test_and_set_bit_le, then set_bit dirty;
+ *                       the two are not atomic together, so a retiring pass
+ *                       writes every block of the chunks it retires)
+ *   SET     -> WRITTEN  write_exact(), lock: test_and_clear_bit dirty, the
+ *                       block copied word by word (READ_ONCE), plain write
+ *   WRITTEN -> DURABLE  prove_blocks() after flush_md() or a PREFLUSH
+ *                       commit, lock: only the bits of the copy written;
+ *                       prove_all() after mark_all's PREFLUSH commit
+ *   (WRITTEN stays)     a new bit elsewhere in blk sets dirty again: the
+ *                       next pass copies and writes blk again
+ *   any     -> CLEAN    chj_md_checkpoint(), lock, in-flight writes drained
+ *                       and new ones held (ckpt_pending): bits, durable,
+ *                       dirty emptied after the new superblock is durable
+ *   load/grow           preresume, no writes: bits read from blocks of the
+ *                       current epoch (durable stays 0: conservative)
+ *
+ * States of a chunk c:
+ *
+ *   state      intent cmark cwant  a write to c's non-DURABLE regions
+ *   UNMARKED     0      0     0    deferred to the worker
+ *   WANTED       0      0     1    deferred (the worker is committing)
+ *   COMMITTING   1      0     1    deferred: the FUA superblock in flight
+ *   MARKED       1      1     0    goes (cactive set on the way)
+ *   RETIRING     1      0     0    deferred: exact bits being written
+ *
+ *   UNMARKED  -> WANTED      chj_md_want(), worker, lock (__set_bit)
+ *   WANTED    -> COMMITTING  chj_md_commit_marks(), lock: intent set in
+ *                            core, superblock written with FUA, no flush
+ *   COMMITTING-> MARKED      same call, after the FUA write completed:
+ *                            set_bit cmark, cwant emptied
+ *   COMMITTING-> UNMARKED    the FUA write failed: cwant emptied, intent
+ *                            left set in core (fail mode follows)
+ *   MARKED    -> RETIRING    chj_md_clean(), lock: clear_bit cmark, then
+ *                            smp_mb(), then the exact bits are read
+ *   RETIRING  -> UNMARKED    same call: the chunk's blocks written, then a
+ *                            superblock without it with PREFLUSH, so the
+ *                            exact bits are durable before the mark goes
+ *   MARKED    -> UNMARKED    chj_md_checkpoint(), lock, writes drained: the
+ *                            new epoch's superblock has an empty intent map
+ *   cactive                  set lock-free by the fast path (set_bit);
+ *                            emptied by each clean pass and a checkpoint
+ *   load                     a marked chunk read from disk (unclean stop)
+ *                            becomes SET exact bits, written, and the
+ *                            intent map is committed empty: UNMARKED
+ *
+ * The one lock-free race, a fast-path write against a retiring pass: the
+ * write sets its exact bits, smp_rmb(), then reads cmark; the pass clears
+ * cmark, smp_mb(), then reads the exact bits.  Either the write sees the
+ * chunk unmarked and is deferred to a new mark, or the pass sees its bits
+ * and makes them durable before the superblock that clears the mark.
+ * A fast-path write against a checkpoint: the target counts it in flight
+ * before reading ckpt_pending (dm-chj-target.c, chj_map() and checkpoint()).
+ *
+ * Other ordering rules this file keeps:
  *  - a closed epoch's journal record is written before the superblock that
  *    ends the epoch, which goes out with PREFLUSH|FUA;
  *  - journal blocks that a retained epoch still owns are never overwritten:
@@ -46,31 +128,14 @@ struct chj_metadata {
 	u64 bitmap_blocks;
 	u64 cur_epoch;
 
-	/*
-	 * The exact map in core: every region written in the current epoch,
-	 * set before the write is issued (chj_format.h bit order).  dirty:
-	 * bitmap blocks with bits set since they were last copied for writing.
-	 */
+	/* Region and block states: the table at the top of this file. */
 	u8 *bits;
 	size_t bits_len;
 	atomic64_t marked;
 	unsigned long *dirty;
-	/*
-	 * The exact bits known durable in the current epoch (same layout as
-	 * bits, a subset of it): only bits that were in a bitmap block's copy
-	 * which was written and then flushed (or FUA) are set here, under the
-	 * lock; the fast path lets a write pass on them without a chunk mark.
-	 * Emptied with bits at a checkpoint.
-	 */
 	unsigned long *durable;
 
-	/*
-	 * The intent map.  intent: as in the superblock in force (disk bit
-	 * order), the chunk marks a crash would answer with.  cmark: chunks
-	 * marked there and not being retired, read lock-free by the fast
-	 * path.  cactive: chunks written since the last clean pass (a hint
-	 * for retiring idle ones).  cwant: chunks to mark in the next commit.
-	 */
+	/* Chunk states: the table at the top of this file. */
 	u32 chunk_shift;
 	u32 want_shift;		/* the table's; bigger origins get bigger */
 	u64 nr_chunks;
@@ -385,17 +450,13 @@ static bool chunk_needed(const struct chj_metadata *md, u64 c, u64 first,
 }
 
 /*
- * The fast path.  A region whose exact bit is durable (md->durable) needs
- * nothing: the bit is set and on disk for this epoch, and only a
- * checkpoint, with writes drained, empties it.  For the others: the exact
- * bits are set before the chunk marks are read, with a full barrier
- * between (test_and_set_bit_le() is one; the read-only case needs
- * smp_rmb()): retiring a chunk clears its cmark bit before it reads the
- * exact bits (chj_md_clean()), so either this write sees the chunk
- * unusable and waits for a new mark, or the retiring pass sees the bits
- * and writes them before the chunk's mark is cleared on disk.
+ * The fast path: CLEAN -> SET for every region of the write, and may it go
+ * (a DURABLE region needs nothing, the others a MARKED chunk)?  The exact
+ * bits are set before cmark is read, with a barrier between
+ * (test_and_set_bit_le() is one; the read-only case needs smp_rmb()):
+ * the race with a retiring pass in the state table above.
  */
-bool chj_md_covered(struct chj_metadata *md, u64 first, u64 last)
+bool chj_md_set_exact_may_issue(struct chj_metadata *md, u64 first, u64 last)
 {
 	u32 shift = md->chunk_shift;
 	u64 r, c;
@@ -608,7 +669,7 @@ int chj_md_clean(struct chj_metadata *md, bool all)
 	else
 		bitmap_andnot(retire, md->cmark, md->cactive, md->nr_chunks);
 	bitmap_zero(md->cactive, CHJ_MAX_CHUNKS);
-	/* Unusable first, then the exact bits are read (chj_md_covered()). */
+	/* MARKED -> RETIRING first, then the exact bits are read. */
 	for_each_set_bit(c, retire, md->nr_chunks) {
 		clear_bit(c, md->cmark);
 		n++;

@@ -2,16 +2,16 @@
 /*
  * dm-chj metadata: format, load, the two tiers of marks, checkpoint.
  *
- * Two tiers (docs/format.md): the intent map (one bit per chunk, in the
- * superblock block) is written ahead of the data; the exact map (one bit
- * per region, the bitmap area) is set in core before a write is issued and
- * written lazily.  A write may be issued once its chunk is durably marked
- * (chj_md_covered() says so); a chunk mark is retired only after the exact
- * bits of its regions are durable (chj_md_clean()).
+ * The two tiers (docs/format.md): the intent map (one bit per chunk, in the
+ * superblock block), written ahead of the data, and the exact map (one bit
+ * per region), set in core before a write is issued and written lazily.
+ * When a write may be issued, and every state a chunk or a region goes
+ * through: the state table at the top of dm-chj-metadata.c.
  *
  * Context: every function that writes the metadata or changes the chunk
  * state sleeps and is called with the target's lock held, so there is one
- * writer.  chj_md_covered() is the lock-free call of the bio fast path.
+ * writer.  chj_md_set_exact_may_issue() is the lock-free call of the bio
+ * fast path.
  */
 #ifndef DM_CHJ_METADATA_H
 #define DM_CHJ_METADATA_H
@@ -45,11 +45,12 @@ void chj_md_close(struct chj_metadata *md);
 
 /*
  * Lock-free, any context: set the exact bits of regions [first, last] in
- * core, then say whether every chunk they fall in is durably marked and
- * not being retired, so that a write to them may be issued now.  The bits
- * are set either way (a write that goes on to wait is still recorded).
+ * core, then say whether the write may be issued now: every region's exact
+ * bit is durable, or its chunk is marked durably and not being retired.
+ * The bits are set either way (a write that goes on to wait is still
+ * recorded).
  */
-bool chj_md_covered(struct chj_metadata *md, u64 first, u64 last);
+bool chj_md_set_exact_may_issue(struct chj_metadata *md, u64 first, u64 last);
 
 /* Note that regions [first, last] need their chunks marked. */
 void chj_md_want(struct chj_metadata *md, u64 first, u64 last);

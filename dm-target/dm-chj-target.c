@@ -7,15 +7,15 @@
  * region a data-changing bio touches is durably marked on the metadata device
  * before the bio is issued to the origin.
  *
- * Two tiers of marks (dm-chj-metadata.h): a write may be issued once its
- * chunk (2^k regions) is durably marked in the intent map; the exact
- * region bits are set in core first and written lazily by the cleaner,
- * which also retires the marks of idle chunks.
+ * Two tiers of marks: a chunk's bit in the intent map, written ahead of
+ * the data, and a region's exact bit, set in core first and written lazily
+ * by the cleaner, which also retires the marks of idle chunks.  When a
+ * write may go and every state a chunk or region goes through: the state
+ * table at the top of dm-chj-metadata.c.
  *
- * Fast path: a write whose chunks are marked is remapped at once (bit tests
- * and an in-flight count).  Slow path: the worker marks the chunks the
- * waiting writes need in one superblock write (FUA), then issues them; a
- * chunk is marked once per epoch, or again after it was retired.
+ * Fast path: a write that may go is remapped at once (bit tests and an
+ * in-flight count).  Slow path: the worker marks the chunks the waiting
+ * writes need in one superblock write (FUA), then issues them.
  * A checkpoint drains in-flight writes so that none can straddle two epochs
  * unmarked in the second.
  *
@@ -229,7 +229,8 @@ static void arm_cleaner(struct chj_target *c)
 /*
  * With c->lock: mark the chunks the waiting bios need, in one commit, then
  * issue them.  No checkpoint can run meanwhile (it takes the lock), so the
- * exact bits chj_md_covered() sets are those of the epoch they go out in.
+ * exact bits chj_md_set_exact_may_issue() sets are those of the epoch they
+ * go out in.
  */
 static void mark_and_issue(struct chj_target *c, struct bio_list *bios)
 {
@@ -256,7 +257,7 @@ static void mark_and_issue(struct chj_target *c, struct bio_list *bios)
 	bio_list_init(&again);
 	while ((bio = bio_list_pop(bios))) {
 		bio_regions(c, bio, &first, &last);
-		if (chj_md_covered(c->md, first, last))
+		if (chj_md_set_exact_may_issue(c->md, first, last))
 			issue_held(c, bio);
 		else
 			bio_list_add(&again, bio);	/* cannot happen: retry */
@@ -343,7 +344,7 @@ static int chj_map(struct dm_target *ti, struct bio *bio)
 	smp_mb__after_atomic(); /* in_flight before ckpt_pending, as above */
 	/* Acquire: a cleared flag means the cleared maps are visible too. */
 	if (!smp_load_acquire(&c->ckpt_pending) &&
-	    chj_md_covered(c->md, first, last)) {
+	    chj_md_set_exact_may_issue(c->md, first, last)) {
 		pb->counted = true;
 		return DM_MAPIO_REMAPPED;
 	}

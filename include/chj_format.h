@@ -26,7 +26,9 @@
  * bits of every region written under it are durable.  A closed epoch's
  * change set is durable in the journal before the superblock that ends the
  * epoch.  So the current epoch's changes are the bitmap's bits plus every
- * region of every chunk marked in the intent map.
+ * region of every chunk marked in the intent map.  The in-core states
+ * dm-chj goes through to keep it: the state table at the top of
+ * dm-target/dm-chj-metadata.c.
  *
  * Everything is little-endian.  Checksums are CRC-32C (Castagnoli, the
  * standard one: initial ~0, final xor ~0) over the block after the csum field.

@@ -65,9 +65,31 @@ START_TEST(table_line)
 	ck_assert_uint_eq(t.mark_ahead, 9);
 	ck_assert_str_eq(t.other_features, "zap zip");
 	ck_assert_int_eq(chj_parse_table_params("7:1 7:2 64 3 mark_ahead 9", &t, &e), CHJ_ERR_INVAL);
+	/* chunk_sectors, as dm-chj echoes it (before mark_ahead). */
+	ck_assert_int_eq(chj_parse_table_params("7:1 7:2 8 4 chunk_sectors 32768 mark_ahead 9", &t, &e), 0);
+	ck_assert_uint_eq(t.chunk_sectors, 32768);
+	ck_assert_uint_eq(t.mark_ahead, 9);
+	ck_assert_str_eq(t.other_features, "");
+	ck_assert_int_eq(chj_parse_table_params("7:1 7:2 8", &t, &e), 0);
+	ck_assert_uint_eq(t.chunk_sectors, 0);
 	ck_assert_int_eq(chj_parse_table_params("7:1 7:2 12", &t, &e), CHJ_ERR_INVAL);
 	ck_assert_int_eq(chj_parse_table_params("7:1 8", &t, &e), CHJ_ERR_INVAL);
 	ck_assert_int_eq(chj_parse_table_params("/nonexistent 7:2 8", &t, &e), CHJ_ERR_INVAL);
+}
+END_TEST
+
+/* The chunk shift dm-chj derives from a table's chunk_sectors. */
+START_TEST(chunk_shift)
+{
+	/* 4 KiB regions: default 4 MiB = 2^10 regions; 16 MiB = 2^12. */
+	ck_assert_uint_eq(chj_chunk_shift(8, 0, 1000), 10);
+	ck_assert_uint_eq(chj_chunk_shift(8, 32768, 1000), 12);
+	ck_assert_uint_eq(chj_chunk_shift(8, 8, 1000), 0);
+	/* Regions bigger than the default chunk: one region per chunk. */
+	ck_assert_uint_eq(chj_chunk_shift(16384, 0, 1000), 0);
+	/* 1 TiB of 4 KiB regions: raised so 28480 chunks hold it (64 MiB). */
+	ck_assert_uint_eq(chj_chunk_shift(8, 0, 1ull << 28), 14);
+	ck_assert_uint_eq(chj_chunk_shift(8, 0, 1ull << 28), chj_default_chunk_shift(8, 1ull << 28));
 }
 END_TEST
 
@@ -76,7 +98,8 @@ START_TEST(table_round_trip)
 {
 	static const char *lines[] = {
 		"7:1 7:2 8", "7:1 7:2 64 2 mark_ahead 256", "7:1 7:2 64 3 mark_ahead 1 zip",
-		"7:1 7:2 64 1 zip",
+		"7:1 7:2 64 1 zip", "7:1 7:2 8 2 chunk_sectors 32768",
+		"7:1 7:2 8 5 chunk_sectors 16 mark_ahead 4 zip",
 	};
 	struct chj_dm_table t = { 0 };
 	struct chj_error e = { 0 };
@@ -129,6 +152,7 @@ Suite *suite_dmparse(void)
 	tcase_add_test(tc, status_line_bad);
 	tcase_add_test(tc, table_line);
 	tcase_add_test(tc, table_round_trip);
+	tcase_add_test(tc, chunk_shift);
 	tcase_add_test(tc, mount_point_escaped);
 	suite_add_tcase(s, tc);
 	return s;

@@ -8,7 +8,7 @@
 
 const struct chj_cmd chj_cmds[] = {
 	{ "create", cmd_create,
-	  "NAME METADATA_DEV ORIGIN_DEV [--region-size SIZE] [--mark-ahead N] [--force]",
+	  "NAME METADATA_DEV ORIGIN_DEV [--region-size SIZE] [--chunk-size SIZE] [--mark-ahead N] [--force]",
 	  "create tracked device /dev/mapper/NAME over ORIGIN_DEV",
 	  "Create /dev/mapper/NAME, a dm-chj device over ORIGIN_DEV that records\n"
 	  "changed regions on METADATA_DEV.  Use /dev/mapper/NAME from then on:\n"
@@ -23,11 +23,17 @@ const struct chj_cmd chj_cmds[] = {
 	  "\n"
 	  "  --region-size SIZE  granularity of tracking, a power of two from 4 KiB\n"
 	  "                      to 1 GiB; default 4 KiB, raised for origins over\n"
-	  "                      2 TiB so the kernel bitmap stays within 64 MiB\n"
-	  "  --mark-ahead N      when a first write continues a marked region (a\n"
-	  "                      sequential stream), also mark the next N regions\n"
-	  "                      (0 to 32640; default 0, off): fewer commits for\n"
-	  "                      streams, at most N false positives where one stops\n"
+	  "                      1 TiB so the kernel's two region bitmaps stay\n"
+	  "                      within 64 MiB\n"
+	  "  --chunk-size SIZE   the intent map's chunk (table feature chunk_sectors),\n"
+	  "                      a power of two from 4 KiB to 1 TiB, at least the\n"
+	  "                      region size; default 4 MiB (or the region size).\n"
+	  "                      Bigger: fewer chunk marks on the write path, more\n"
+	  "                      regions counted whole after an unclean stop.  The\n"
+	  "                      target raises it for origins of over 28480 chunks\n"
+	  "  --mark-ahead N      accepted for old tables and kept in the table\n"
+	  "                      (0 to 32640), without effect: a chunk mark covers\n"
+	  "                      what marking ahead did\n"
 	  "  --force             overwrite a METADATA_DEV that carries a signature\n",
 	  EXIT_USAGE },
 	{ "remove", cmd_remove, "NAME",
@@ -40,7 +46,8 @@ const struct chj_cmd chj_cmds[] = {
 	  "Show each chj device (all of them without NAME): region size, current\n"
 	  "and oldest retained epoch, regions marked in the current epoch, journal\n"
 	  "use, mode (ok, or fail after a metadata write error) and the table's\n"
-	  "features (MARK-AHEAD; FEATURES lists any chj does not know).  Warns on\n"
+	  "features (CHUNK-SIZE, the chunk the target uses; MARK-AHEAD, inert;\n"
+	  "FEATURES lists any chj does not know).  Warns on\n"
 	  "stderr when writes can bypass the tracker: another device (a leftover\n"
 	  "dm-linear, say) also uses an origin, or an origin is mounted directly.\n"
 	  "\n"
@@ -332,6 +339,21 @@ int cli_origin_size(const struct chj_cmd *c, const char *arg, uint64_t *sectors)
 	if (b % 512)
 		return cli_usage(c, "--origin-size %s: not a whole number of 512-byte sectors", arg);
 	*sectors = b / 512;
+	return 0;
+}
+
+int cli_chunk_size(const struct chj_cmd *c, const char *arg, uint32_t *sectors)
+{
+	uint64_t b, s;
+
+	if (size_arg(c, "--chunk-size", arg, &b))
+		return c->usage_exit;
+	s = b / 512;
+	/* dm-chj's chunk_sectors is a u32 power of two: at most 2^31. */
+	if (b % 512 || s < 8 || s > (1ull << 31) || (s & (s - 1)))
+		return cli_usage(c, "--chunk-size %s: must be a power of two from 4K to 1T",
+				 arg);
+	*sectors = s;
 	return 0;
 }
 

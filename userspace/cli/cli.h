@@ -74,6 +74,8 @@ int cli_region_size(const struct chj_cmd *c, const char *arg, uint32_t *rs);
 int cli_origin_size(const struct chj_cmd *c, const char *arg, uint64_t *sectors);
 /* --mark-ahead: 0 .. CHJ_REGIONS_PER_BLOCK regions (dm-chj's limit). */
 int cli_mark_ahead(const struct chj_cmd *c, const char *arg, uint32_t *regions);
+/* --chunk-size: a power of two from 4 KiB to 1 TiB, in sectors. */
+int cli_chunk_size(const struct chj_cmd *c, const char *arg, uint32_t *sectors);
 /* Region size to use: given, or the default, saying on stderr if raised. */
 uint32_t cli_pick_region(uint64_t origin_sectors, uint32_t given);
 /*

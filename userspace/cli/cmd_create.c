@@ -10,7 +10,7 @@
 
 struct copts {
 	const char *name, *meta, *origin;
-	uint32_t rs, mark_ahead;
+	uint32_t rs, chunk_sectors, mark_ahead;
 	int force;
 };
 
@@ -18,6 +18,7 @@ static int create_args(const struct chj_cmd *c, int argc, char **argv, struct co
 {
 	static const struct option lo[] = {
 		{ "region-size", required_argument, NULL, 'r' },
+		{ "chunk-size", required_argument, NULL, 'c' },
 		{ "mark-ahead", required_argument, NULL, 'a' },
 		{ "force", no_argument, NULL, 'f' },
 		{ 0 }
@@ -28,6 +29,10 @@ static int create_args(const struct chj_cmd *c, int argc, char **argv, struct co
 		switch (opt) {
 		case 'r':
 			if (cli_region_size(c, optarg, &o->rs))
+				return c->usage_exit;
+			break;
+		case 'c':
+			if (cli_chunk_size(c, optarg, &o->chunk_sectors))
 				return c->usage_exit;
 			break;
 		case 'a':
@@ -62,6 +67,15 @@ static int block_dev(const char *path, uint64_t *bytes, dev_t *dev)
 	return 0;
 }
 
+/* dm-chj refuses a chunk smaller than a region: say so before formatting. */
+static int chunk_fits(const struct copts *o, uint32_t rs)
+{
+	if (!o->chunk_sectors || o->chunk_sectors >= rs)
+		return 0;
+	fprintf(stderr, "chj: --chunk-size: smaller than the region size (%u sectors)\n", rs);
+	return EXIT_ERROR;
+}
+
 /*
  * Metadata that is already chj keeps its region size and history; anything
  * else is formatted (after the signature check).  Sets t->region_sectors.
@@ -91,12 +105,15 @@ static int prepare_metadata(const struct copts *o, struct chj_dm_table *t)
 			return EXIT_ERROR;
 		}
 		t->region_sectors = sb.region_sectors;
-		return 0;
+		return chunk_fits(o, sb.region_sectors);
 	}
 	rc = cli_check_overwrite(o->meta, o->force, 0);
 	if (rc)
 		return rc;
 	fo.region_sectors = t->region_sectors = cli_pick_region(t->len, o->rs);
+	rc = chunk_fits(o, t->region_sectors);
+	if (rc)
+		return rc;
 	rc = chj_meta_open(&m, o->meta, 1, &e);
 	if (!rc)
 		rc = chj_format(m, &fo, &e);
@@ -115,6 +132,7 @@ int cmd_create(int argc, char **argv)
 
 	if (rc)
 		return rc;
+	t.chunk_sectors = o.chunk_sectors;
 	t.mark_ahead = o.mark_ahead;
 	if ((rc = block_dev(o.origin, &obytes, &t.origin)) ||
 	    (rc = block_dev(o.meta, &mbytes, &t.metadata)))

@@ -48,6 +48,11 @@ static void dump_text(const struct chj_dump *d, const char *path)
 		       1ull << sb->chunk_shift);
 	printf("  region size       %s (%u sectors)\n",
 	       chj_human_size((uint64_t)sb->region_sectors << 9, h1, sizeof(h1)), sb->region_sectors);
+	/* The chunk of the superblock in force: dm-chj commits its table's. */
+	if (sb->version >= 2)
+		printf("  chunk size        %s (%llu regions)\n",
+		       chj_human_size((uint64_t)sb->region_sectors << 9 << sb->chunk_shift,
+				      h1, sizeof(h1)), 1ull << sb->chunk_shift);
 	printf("  origin            %s (%llu sectors, %llu regions)\n",
 	       chj_human_size(sb->origin_sectors << 9, h2, sizeof(h2)),
 	       (unsigned long long)sb->origin_sectors, (unsigned long long)sb->nr_regions);
@@ -99,8 +104,11 @@ static void dump_json(const struct chj_dump *d, const char *path)
 	printf("], \"copy_in_force\": %d, \"seq\": %llu, \"uuid\": \"%s\", \"all_changed\": %s,\n",
 	       d->copies.best, (unsigned long long)sb->seq, uuid,
 	       sb->flags & CHJ_SB_F_ALL_CHANGED ? "true" : "false");
-	printf(" \"region_sectors\": %u, \"region_size_bytes\": %llu, \"origin_sectors\": %llu, \"nr_regions\": %llu,\n",
+	printf(" \"region_sectors\": %u, \"region_size_bytes\": %llu, \"chunk_size_bytes\": %llu, "
+	       "\"origin_sectors\": %llu, \"nr_regions\": %llu,\n",
 	       sb->region_sectors, (unsigned long long)sb->region_sectors << CHJ_SECTOR_SHIFT,
+	       sb->version >= 2 ?
+	       (unsigned long long)sb->region_sectors << CHJ_SECTOR_SHIFT << sb->chunk_shift : 0ull,
 	       (unsigned long long)sb->origin_sectors, (unsigned long long)sb->nr_regions);
 	printf(" \"metadata_blocks\": %llu, \"bitmap_start_block\": %llu, \"bitmap_blocks\": %llu, "
 	       "\"journal_start_block\": %llu, \"journal_blocks\": %llu,\n",

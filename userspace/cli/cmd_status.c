@@ -15,7 +15,7 @@ struct row {
 };
 
 enum { C_NAME, C_ORIGIN, C_META, C_REGION, C_EPOCH, C_OLDEST, C_MARKED, C_REGIONS,
-       C_JUSED, C_JBLOCKS, C_MODE, C_MARK_AHEAD, C_FEATURES, NCOLS };
+       C_JUSED, C_JBLOCKS, C_MODE, C_CHUNK, C_MARK_AHEAD, C_FEATURES, NCOLS };
 
 /*
  * The table's headers, and its JSON keys (docs/json.md: one key style,
@@ -34,6 +34,7 @@ static const struct { const char *name, *key, *old; int num; } cols[NCOLS] = {
 	{ "JOURNAL-USED", "journal_used_blocks", "journal-used", 1 },
 	{ "JOURNAL-BLOCKS", "journal_blocks", "journal-blocks", 1 },
 	{ "MODE", "mode", NULL, 0 },
+	{ "CHUNK-SIZE", "chunk_size_bytes", NULL, 1 },
 	{ "MARK-AHEAD", "mark_ahead_regions", "mark-ahead", 1 },
 	{ "FEATURES", "features", NULL, 0 },
 };
@@ -48,6 +49,7 @@ static int add_row(struct libscols_table *tb, const struct row *r, int json)
 {
 	struct libscols_line *ln = scols_table_new_line(tb, NULL);
 	char v[NCOLS][sizeof(r->t.other_features)];
+	uint64_t chunk;
 	int rc = 0;
 
 	if (!ln)
@@ -66,6 +68,13 @@ static int add_row(struct libscols_table *tb, const struct row *r, int json)
 	snprintf(v[C_JUSED], sizeof(v[0]), "%llu", (unsigned long long)r->s.journal_used);
 	snprintf(v[C_JBLOCKS], sizeof(v[0]), "%llu", (unsigned long long)r->s.journal_blocks);
 	snprintf(v[C_MODE], sizeof(v[0]), "%s", r->s.mode);
+	/* The chunk dm-chj uses: the table's, raised as it raises it. */
+	chunk = (uint64_t)r->s.region_sectors << CHJ_SECTOR_SHIFT <<
+		chj_chunk_shift(r->s.region_sectors, r->t.chunk_sectors, r->s.nr_regions);
+	if (json)
+		snprintf(v[C_CHUNK], sizeof(v[0]), "%llu", (unsigned long long)chunk);
+	else
+		chj_human_size(chunk, v[C_CHUNK], sizeof(v[0]));
 	snprintf(v[C_MARK_AHEAD], sizeof(v[0]), "%u", r->t.mark_ahead);
 	/* Feature words of the table chj does not know (a newer module). */
 	snprintf(v[C_FEATURES], sizeof(v[0]), "%s", r->t.other_features);

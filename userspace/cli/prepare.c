@@ -15,7 +15,7 @@ uint32_t cli_pick_region(uint64_t origin_sectors, uint32_t given)
 		return given;
 	rs = chj_default_region_sectors(origin_sectors, &raised);
 	if (raised)
-		fprintf(stderr, "chj: region size raised to %s so that the kernel bitmap stays within 64 MiB\n",
+		fprintf(stderr, "chj: region size raised to %s so that the kernel's region bitmaps stay within 64 MiB\n",
 			chj_human_size((uint64_t)rs << CHJ_SECTOR_SHIFT, h, sizeof(h)));
 	return rs;
 }

@@ -198,10 +198,14 @@ int chj_parse_table_params(const char *params, struct chj_dm_table *t,
 	    !chj_region_sectors_valid(rs))
 		return chj_err(e, CHJ_ERR_INVAL, "table \"%s\": not a chj table", params);
 	t->region_sectors = rs;
+	t->chunk_sectors = 0;
 	t->mark_ahead = 0;
 	t->other_features[0] = 0;
 	p = params + (n2 ? n2 : n);
-	/* Feature words: mark_ahead N, and any this library does not know, kept. */
+	/*
+	 * Feature words: chunk_sectors N, mark_ahead N, and any this library
+	 * does not know, kept.
+	 */
 	for (unsigned i = 0; n2 && i < nf; i++) {
 		unsigned long long v;
 		size_t used = strlen(t->other_features);
@@ -213,6 +217,11 @@ int chj_parse_table_params(const char *params, struct chj_dm_table *t,
 		if (!strcmp(word, "mark_ahead") && i + 1 < nf &&
 		    sscanf(p, "%llu%n", &v, &n) == 1 && v <= UINT32_MAX) {
 			t->mark_ahead = v;
+			p += n;
+			i++;
+		} else if (!strcmp(word, "chunk_sectors") && i + 1 < nf &&
+			   sscanf(p, "%llu%n", &v, &n) == 1 && v && v <= UINT32_MAX) {
+			t->chunk_sectors = v;
 			p += n;
 			i++;
 		} else if (snprintf(t->other_features + used, sizeof(t->other_features) - used,
@@ -366,12 +375,16 @@ static unsigned count_words(const char *s)
 
 int chj_dm_table_params(const struct chj_dm_table *t, char *buf, size_t len)
 {
-	unsigned nf = (t->mark_ahead ? 2 : 0) + count_words(t->other_features);
+	unsigned nf = (t->chunk_sectors ? 2 : 0) + (t->mark_ahead ? 2 : 0) +
+		      count_words(t->other_features);
 	int n = snprintf(buf, len, "%u:%u %u:%u %u", major(t->metadata), minor(t->metadata),
 			 major(t->origin), minor(t->origin), t->region_sectors);
 
 	if (nf && n >= 0 && (size_t)n < len)
 		n += snprintf(buf + n, len - n, " %u", nf);
+	/* dm-chj's order: chunk_sectors first. */
+	if (t->chunk_sectors && n >= 0 && (size_t)n < len)
+		n += snprintf(buf + n, len - n, " chunk_sectors %u", t->chunk_sectors);
 	if (t->mark_ahead && n >= 0 && (size_t)n < len)
 		n += snprintf(buf + n, len - n, " mark_ahead %u", t->mark_ahead);
 	if (t->other_features[0] && n >= 0 && (size_t)n < len)
@@ -379,11 +392,25 @@ int chj_dm_table_params(const struct chj_dm_table *t, char *buf, size_t len)
 	return n >= 0 && (size_t)n < len ? 0 : -1;
 }
 
+/*
+ * The chunk_sectors dm-chj runs a table with: the feature's, or its
+ * default, at least one region (it echoes the feature back only when that
+ * differs from 8192, so a table without it can read back with it).
+ */
+static uint32_t table_chunk_sectors(const struct chj_dm_table *t, uint32_t rs)
+{
+	if (t->chunk_sectors)
+		return t->chunk_sectors;
+	return rs > CHJ_DEFAULT_CHUNK_SECTORS ? rs : CHJ_DEFAULT_CHUNK_SECTORS;
+}
+
 static int same_table(const struct chj_dm_table *a, const struct chj_dm_table *want)
 {
 	return a->start == want->start && a->len == want->len &&
 	       a->metadata == want->metadata && a->origin == want->origin &&
 	       (!want->region_sectors || a->region_sectors == want->region_sectors) &&
+	       table_chunk_sectors(a, a->region_sectors) ==
+	       table_chunk_sectors(want, a->region_sectors) &&
 	       a->mark_ahead == want->mark_ahead &&
 	       !strcmp(a->other_features, want->other_features);
 }

@@ -86,13 +86,16 @@ int chj_parse_u64(const char *s, uint64_t *v);
 /* "4 KiB", "1.5 GiB", "512 B": human size into buf. */
 const char *chj_human_size(uint64_t bytes, char *buf, size_t len);
 
-/* Largest kernel bitmap chj create picks a region size for: 64 MiB. */
+/* Largest kernel memory for region bitmaps chj create picks a region size for. */
 #define CHJ_DEFAULT_MAX_BITMAP_BYTES	(64ull << 20)
 #define CHJ_DEFAULT_REGION_SECTORS	CHJ_MIN_REGION_SECTORS
 /*
- * Default region size for an origin: 4 KiB, doubled until the in-kernel
- * bitmap (nr_regions / 8 bytes) fits in 64 MiB.  *raised tells whether it
- * had to grow.
+ * Default region size for an origin: 4 KiB, doubled until the kernel's two
+ * region bitmaps (alloc_bits() in dm-chj-metadata.c: the exact map and its
+ * durable bits, nr_regions / 8 bytes each, 64 MiB per TiB at 4 KiB) fit in
+ * 64 MiB: raised for origins over 1 TiB.  *raised tells whether it had to
+ * grow.  (Rounding to whole bitmap blocks and the dirty bits add under
+ * 0.1 %.)
  */
 uint32_t chj_default_region_sectors(uint64_t origin_sectors, int *raised);
 
@@ -125,6 +128,15 @@ struct chj_sb {
 uint64_t chj_sb_marked_chunks(const struct chj_sb *sb);
 /* The chunk shift chj format and dm-chj use by default for a geometry. */
 uint32_t chj_default_chunk_shift(uint32_t region_sectors, uint64_t nr_regions);
+/* dm-chj's chunk_sectors when the table gives none: 4 MiB. */
+#define CHJ_DEFAULT_CHUNK_SECTORS 8192u
+/*
+ * The chunk shift (log2 of regions per chunk) dm-chj uses for a table's
+ * chunk_sectors (0: the default) over nr_regions: at least one region, and
+ * bigger when the chunks would not fit the intent map (chj_chunk_shift_for).
+ */
+uint32_t chj_chunk_shift(uint32_t region_sectors, uint32_t chunk_sectors,
+			 uint64_t nr_regions);
 
 /*
  * raw is a whole superblock block (CHJ_BLOCK_SIZE bytes): format 2 keeps
@@ -306,14 +318,17 @@ int chj_check(struct chj_meta *m, int repair, chj_check_report_fn fn,
 
 /*
  * A chj table line: "<metadata> <origin> <region_sectors> [<#features>
- * <feature>...]".  mark_ahead 0 is the feature's absence; feature words
- * this library does not know are kept verbatim in other_features (space-
- * separated) so that a table read back compares and prints whole.
+ * <feature>...]".  chunk_sectors 0 and mark_ahead 0 are the features'
+ * absence; feature words this library does not know are kept verbatim in
+ * other_features (space-separated) so that a table read back compares and
+ * prints whole.  mark_ahead is inert in format 2 (dm-chj accepts it for old
+ * tables and echoes it back; a chunk mark covers what it did).
  */
 struct chj_dm_table {
 	uint64_t start, len;		/* sectors */
 	dev_t metadata, origin;
 	uint32_t region_sectors;
+	uint32_t chunk_sectors;		/* feature "chunk_sectors N"; 0: none */
 	uint32_t mark_ahead;		/* regions, feature "mark_ahead N" */
 	char other_features[96];
 };

@@ -79,14 +79,21 @@ void chj_sb_encode(const struct chj_sb *sb, struct chj_superblock *r)
 	in->csum = chj_cpu32(chj_block_csum(in, sizeof(*in)));
 }
 
+uint32_t chj_chunk_shift(uint32_t region_sectors, uint32_t chunk_sectors,
+			 uint64_t nr_regions)
+{
+	uint64_t chunk = chunk_sectors ? chunk_sectors : CHJ_DEFAULT_CHUNK_SECTORS;
+	uint32_t want = 0;
+
+	while (region_sectors && ((uint64_t)region_sectors << want) < chunk && want < 31)
+		want++;
+	return chj_chunk_shift_for(nr_regions, want);
+}
+
 uint32_t chj_default_chunk_shift(uint32_t region_sectors, uint64_t nr_regions)
 {
 	/* 4 MiB chunks, as dm-chj's default chunk_sectors (8192). */
-	uint32_t want = 0;
-
-	while (region_sectors && (region_sectors << want) < 8192u && want < 31)
-		want++;
-	return chj_chunk_shift_for(nr_regions, want);
+	return chj_chunk_shift(region_sectors, 0, nr_regions);
 }
 
 uint64_t chj_sb_marked_chunks(const struct chj_sb *sb)

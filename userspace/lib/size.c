@@ -96,7 +96,8 @@ const char *chj_human_size(uint64_t bytes, char *buf, size_t len)
 uint32_t chj_default_region_sectors(uint64_t origin_sectors, int *raised)
 {
 	uint64_t rs = CHJ_DEFAULT_REGION_SECTORS;
-	uint64_t max_regions = CHJ_DEFAULT_MAX_BITMAP_BYTES * 8;
+	/* Two bitmaps of a bit per region: bits and durable. */
+	uint64_t max_regions = CHJ_DEFAULT_MAX_BITMAP_BYTES * 8 / 2;
 
 	while (rs < CHJ_MAX_REGION_SECTORS &&
 	       chj_regions_for(origin_sectors, rs) > max_regions)
