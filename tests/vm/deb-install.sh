@@ -67,7 +67,10 @@ upper_list() {
 }
 # The records dpkg, apt and their triggers keep of what was installed and
 # removed (not the packages' files): ignored in the before/after lists.
-RECORDS='^(c|f) (var/lib/dpkg/|var/lib/apt/|var/cache/apt/|var/cache/debconf/|var/cache/man/|var/cache/ldconfig/|var/log/|etc/ld\.so\.cache$)'
+# var/lib/dkms/mok.key and mok.pub: the signing key dkms makes at its first
+# build, dkms's own and shared by every DKMS package (dkms's purge, not
+# dm-chj-dkms's, removes it).
+RECORDS='^(c|f) (var/lib/dkms/mok\.(key|pub)$|var/lib/dpkg/|var/lib/apt/|var/cache/apt/|var/cache/debconf/|var/cache/man/|var/cache/ldconfig/|var/log/|etc/ld\.so\.cache$)'
 
 if [ -n "$k2" ]; then
 	log "second kernel $k2: its headers hidden until after the install"
