@@ -4,7 +4,9 @@
 # bypassing the tracker), checkpoint, changes (live, offline on
 # the metadata device, agreeing), remove/create persistence, dump, check,
 # exit 3 for an epoch no longer retained or newer than the current one,
-# --mark-ahead (the table's feature, status, idempotent create), and changes
+# --mark-ahead (the table's feature, status, idempotent create), --chunk-size
+# (chunk_sectors in the table, status and dump, idempotent create, a size
+# refused), and changes
 # after a guest crash.
 # vm-disks: 64M 256M 64M
 # vm-timeout: 240
@@ -194,6 +196,26 @@ assert d["mark_ahead_regions"] == 16 and d["mark-ahead"] == 16 and d["features"]
 	wr /dev/mapper/m 4 4
 	assert_eq "0 16" "$("$CHJ" changes --since 2 m)" "a stream's regions, exactly"
 	"$CHJ" remove m
+
+	log "--chunk-size: the table's chunk_sectors, shown by status and dump, part of the table"
+	"$CHJ" create m /dev/mapper/smeta /dev/mapper/sorig --chunk-size 8M --force
+	grep -q "chunk_sectors 16384" <<<"$(dmsetup table m)" || { dmsetup table m; fail "no chunk_sectors in the table"; }
+	"$CHJ" status --json m | python3 -c '
+import json, sys
+d = json.load(sys.stdin)["chj"][0]
+assert d["chunk_size_bytes"] == 8 << 20, d
+'
+	"$CHJ" create m /dev/mapper/smeta /dev/mapper/sorig --chunk-size 8M
+	expect_exit 1 "$CHJ" create m /dev/mapper/smeta /dev/mapper/sorig
+	grep -q "different table" "$CHJ_OUT/last.err" || fail "chunk size not part of the table"
+	expect_exit 2 "$CHJ" create m /dev/mapper/smeta /dev/mapper/sorig --chunk-size 3M
+	"$CHJ" remove m
+	"$CHJ" dump --json /dev/mapper/smeta | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+s = json.dumps(d)
+assert "chunk_size_bytes" in s and str(8 << 20) in s, s[:400]
+'
 	dmsetup remove smeta sorig
 
 	log "crash right after writes: the marks must survive"
