@@ -30,6 +30,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sqlite3.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -391,17 +392,29 @@ void store_hash(struct store *s, uint64_t root, uint64_t ino, const void *rec, s
 	siphash128(s->key, s->scratch, len + 16, out);
 }
 
-int store_same(struct store *s, uint64_t root, uint64_t ino, const uint8_t h[ST_HASH])
+/*
+ * The value of (root, ino) at the start of epoch r->since: the number of
+ * rows (one in a store this code wrote), the last row's value in out when
+ * it is ST_HASH bytes (*has), whether it is NULL (*null: its region was
+ * marked); -1 when the store is not usable or the lookup failed.
+ */
+static bool lookup_usable(const struct store *s)
+{
+	return s->db && s->can_compare && !s->failed && s->q_get;
+}
+
+static int lookup(struct store *s, uint64_t root, uint64_t ino, uint8_t out[ST_HASH],
+		  int *has, int *null)
 {
 	sqlite3_stmt *q = s->q_get;
-	int rc, rows = 0, same = 0, null = 0;
+	int rc, rows = 0;
 
-	if (!s->db || !s->can_compare || s->failed || !q)
-		return 0;
+	*has = *null = 0;
+	if (!lookup_usable(s))
+		return -1;
 	/* One read transaction for every lookup (not a lock per lookup). */
 	if (!s->reading && !exec(s->db, "BEGIN"))
 		s->reading = 1;
-	s->looked++;
 	sqlite3_reset(q);
 	sqlite3_bind_int64(q, 1, (sqlite3_int64)root);
 	sqlite3_bind_int64(q, 2, (sqlite3_int64)ino);
@@ -410,19 +423,31 @@ int store_same(struct store *s, uint64_t root, uint64_t ino, const uint8_t h[ST_
 		const void *v = sqlite3_column_blob(q, 0);
 
 		rows++;
-		null = sqlite3_column_type(q, 0) == SQLITE_NULL;
-		same = v && sqlite3_column_bytes(q, 0) == ST_HASH && !memcmp(v, h, ST_HASH);
+		*null = sqlite3_column_type(q, 0) == SQLITE_NULL;
+		*has = v && sqlite3_column_bytes(q, 0) == ST_HASH;
+		if (*has)
+			memcpy(out, v, ST_HASH);
 	}
 	if (rc != SQLITE_DONE) {
 		/* Damaged: nothing it said counts (the caller drops nothing). */
 		s->failed = 1;
 		store_warn(s, "a lookup failed (damaged?): not used, rebuilt");
 		snprintf(s->why, sizeof(s->why), "a lookup failed: rebuilt");
-		return 0;
+		return -1;
 	}
+	return rows;
+}
+
+int store_same(struct store *s, uint64_t root, uint64_t ino, const uint8_t h[ST_HASH])
+{
+	uint8_t v[ST_HASH];
+	int rows, has, null, same;
+
+	if (lookup_usable(s))
+		s->looked++;
+	rows = lookup(s, root, ino, v, &has, &null);
 	/* Two rows for one epoch is not a store this code wrote. */
-	if (rows != 1)
-		same = 0;
+	same = rows == 1 && has && !memcmp(v, h, ST_HASH);
 	if (same)
 		s->same++;
 	else if (rows == 1 && null)
@@ -432,32 +457,13 @@ int store_same(struct store *s, uint64_t root, uint64_t ino, const uint8_t h[ST_
 
 int store_get(struct store *s, uint64_t root, uint64_t ino, uint8_t out[ST_HASH])
 {
-	sqlite3_stmt *q = s->q_get;
-	int rc, rows = 0, got = 0;
+	uint8_t v[ST_HASH];
+	int has, null;
 
-	if (!s->db || !s->can_compare || s->failed || !q)
+	if (lookup(s, root, ino, v, &has, &null) != 1 || !has)
 		return 0;
-	if (!s->reading && !exec(s->db, "BEGIN"))
-		s->reading = 1;
-	sqlite3_reset(q);
-	sqlite3_bind_int64(q, 1, (sqlite3_int64)root);
-	sqlite3_bind_int64(q, 2, (sqlite3_int64)ino);
-	sqlite3_bind_int64(q, 3, (sqlite3_int64)s->r->since);
-	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
-		const void *v = sqlite3_column_blob(q, 0);
-
-		rows++;
-		got = v && sqlite3_column_bytes(q, 0) == ST_HASH;
-		if (got)
-			memcpy(out, v, ST_HASH);
-	}
-	if (rc != SQLITE_DONE) {
-		s->failed = 1;
-		store_warn(s, "a lookup failed (damaged?): not used, rebuilt");
-		snprintf(s->why, sizeof(s->why), "a lookup failed: rebuilt");
-		return 0;
-	}
-	return rows == 1 && got;
+	memcpy(out, v, ST_HASH);
+	return 1;
 }
 
 void store_prefetch(struct store *s, uint64_t root, const uint64_t *ino, size_t n)
