@@ -28,10 +28,18 @@ fi
 name=$1 backup=$2 state=$2.epoch
 src=${file:-/dev/mapper/$name}
 
-# copy_range OFFSET LENGTH (bytes): same offsets in source and backup.
+# copy_range OFFSET LENGTH (bytes): same offsets in source and backup.  The
+# backup's range is punched to a hole first, then dd writes only the blocks
+# that are not all zeros (conv=sparse): the backup stays as sparse as the
+# source, and zeros in the source (a punched hole, a zeroed range) read as
+# zeros in the backup.  conv=sparse alone would skip them and keep the
+# backup's old bytes there.  Where the backup's filesystem cannot punch
+# holes, every byte is written.
 copy_range() {
+	local sparse=,sparse
+	fallocate --punch-hole --offset "$1" --length "$2" "$backup" 2>/dev/null || sparse=
 	dd if="$src" of="$backup" bs=1M iflag=skip_bytes,count_bytes \
-		oflag=seek_bytes conv=notrunc,sparse skip="$1" seek="$1" count="$2" status=none
+		oflag=seek_bytes conv=notrunc$sparse skip="$1" seek="$1" count="$2" status=none
 }
 
 size=$(if [ -n "$file" ]; then stat -c %s "$src"; else blockdev --getsize64 "$src"; fi)
@@ -63,6 +71,7 @@ fi
 
 if [ $full = 1 ]; then
 	rm -f "$backup"
+	: >"$backup"
 	copy_range 0 "$size"
 	echo "image-backup: full copy of $size bytes"
 else
@@ -77,11 +86,13 @@ else
 	echo "image-backup: $n ranges, $bytes bytes copied since epoch $prev"
 fi
 truncate -s "$size" "$backup"
-echo "$new" >"$state"
 
-# Verify: the backup must equal the source, byte for byte.
+# Verify: the backup must equal the source, byte for byte.  Only a verified
+# backup records its epoch: after a failure the next run copies everything.
 if [ "$(sha256sum <"$src")" != "$(sha256sum <"$backup")" ]; then
+	rm -f "$state"
 	echo "image-backup: verification FAILED: backup differs from $src" >&2
 	exit 1
 fi
+echo "$new" >"$state"
 echo "image-backup: verified, backup complete up to epoch $new"

@@ -2,8 +2,8 @@
 # The backup integrations in examples/, end to end on ext4 over dm-chj:
 # a full run, then changes (data, a same-size edit with size and mtime put
 # back, delete, rename, new directory and symlink, chmod, a VM image file
-# written inside), then an incremental run of each, verified against the
-# source: the rsync mirror and the image backups equal it byte for byte (the
+# written inside, a hole punched and a range zeroed in it), then an
+# incremental run of each, verified against the source: the rsync mirror and the image backups equal it byte for byte (the
 # mirror with its hard links, by rsync -n -c -HAX), the
 # tar and restic increments hold every changed file.
 # vm-disks: 32M 64M
@@ -52,6 +52,11 @@ echo new >$M/links-a/new
 mv $M/links-c $M/links-c2
 dd if=/dev/urandom of=$M/vm/disk.img bs=4096 seek=1000 count=3 conv=notrunc status=none
 dd if=/dev/urandom of=$M/vm/disk.img bs=4096 seek=3000 count=1 conv=notrunc status=none
+# Zeros where the backup holds data: a punched hole and a zeroed range (a
+# copy that skips zero blocks, dd conv=sparse into the old backup, keeps
+# the old bytes there: check-long's e2e found it).
+fallocate --punch-hole --offset $((2000 * 4096)) --length $((8 * 4096)) $M/vm/disk.img
+dd if=/dev/zero of=$M/vm/disk.img bs=4096 seek=2500 count=2 conv=notrunc status=none
 sync
 
 log "rsync's own quick check misses the same-size, same-mtime edit"
@@ -96,6 +101,7 @@ umount $M
 "$EX/image-backup.sh" data /tmp/dev.bak | tail -n 1
 mount /dev/mapper/data $M
 echo more >>$M/bash/README
+dd if=/dev/zero of=$M/vm/disk.img bs=4096 seek=3500 count=4 conv=notrunc oflag=direct status=none
 umount $M
 "$EX/image-backup.sh" data /tmp/dev.bak | tee /tmp/dev.out
 grep -q "ranges.*since epoch" /tmp/dev.out || fail "device backup was not incremental"
