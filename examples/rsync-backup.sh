@@ -6,7 +6,7 @@
 # NAME is a chj device (/dev/mapper/NAME, mounted).  DEST mirrors the mount
 # point's tree.  DEST.epoch remembers the epoch the mirror is complete up to;
 # the first run (or one after the epoch was dropped: chj-resolve exit 3)
-# copies everything with plain rsync -aHAX --delete.
+# copies everything with plain rsync -aHAXS --delete.
 #
 # Lock-step: checkpoint FIRST, then copy what changed since the previous
 # checkpoint.  Anything written during the copy is in the new epoch and is
@@ -36,8 +36,10 @@
 # extended attributes (-X, file capabilities among them), and a backup must.
 # chj-resolve lists what each needs: every name of an inode that changed
 # (a new hard link gives both names, so rsync -H links them in DEST too) and
-# the file whose xattrs or ACL changed (its inode changed).  --numeric-ids:
-# the owners as numbers, whatever the backup host's user names.
+# the file whose xattrs or ACL changed (its inode changed).  -S (--sparse):
+# runs of zeros become holes in DEST, so a sparse file (a VM image) stays
+# sparse there instead of allocating its whole size.  --numeric-ids: the
+# owners as numbers, whatever the backup host's user names.
 # Environment: CHJ, CHJ_RESOLVE (tool paths).
 set -euo pipefail
 CHJ=${CHJ:-chj}
@@ -119,10 +121,10 @@ case $rc in
 		done
 	done <"$list"
 	if [ -s "$dirs" ]; then
-		rsync -aHAX --numeric-ids --delete --from0 --files-from="$dirs" "$mnt/" "$dest/"
+		rsync -aHAXS --numeric-ids --delete --from0 --files-from="$dirs" "$mnt/" "$dest/"
 	fi
 	if [ -s "$whole" ]; then
-		rsync -aHAX --numeric-ids --delete -r --from0 --files-from="$whole" "$mnt/" "$dest/"
+		rsync -aHAXS --numeric-ids --delete -r --from0 --files-from="$whole" "$mnt/" "$dest/"
 		links_of_whole "$whole" >>"$files"
 	fi
 	# The listed directories again, without the slash (the directory
@@ -130,13 +132,13 @@ case $rc in
 	# times back at its end.
 	cat "$self" >>"$files"
 	if [ -s "$files" ]; then
-		rsync -aHAX --numeric-ids --ignore-times --from0 --files-from="$files" "$mnt/" "$dest/"
+		rsync -aHAXS --numeric-ids --ignore-times --from0 --files-from="$files" "$mnt/" "$dest/"
 	fi
 	echo "rsync-backup: $(tr -cd '\0' <"$list" | wc -c) paths since epoch $(cat "$state"), $(tr -cd '\0' <"$whole" | wc -c) directories new to the mirror copied whole"
 	;;
 3)
 	echo "rsync-backup: full copy" >&2
-	rsync -aHAX --numeric-ids --delete "$mnt/" "$dest/"
+	rsync -aHAXS --numeric-ids --delete "$mnt/" "$dest/"
 	;;
 *)
 	echo "rsync-backup: chj-resolve failed (exit $rc)" >&2

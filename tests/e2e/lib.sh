@@ -112,6 +112,31 @@ e2e_links() {
 		{ diff /tmp/links-src /tmp/links-bk | head -n 20; fail "$1: link counts differ"; }
 }
 
+# e2e_holes FS: a sparse file stays sparse in the backup.  Where the source
+# has a MiB or more of holes, the backup may allocate at most a MiB and an
+# eighth more than the source (two filesystems allocate differently; a copy
+# that fills the holes allocates the whole size).
+e2e_holes() {
+	python3 -S - "/tmp/m/$1" "/tmp/bk/$1" <<'EOF'
+import os, stat, sys
+src, bk = sys.argv[1:3]
+bad = []
+for d, _, files in os.walk(src):
+    for f in files:
+        p = os.path.join(d, f)
+        s = os.lstat(p)
+        if not stat.S_ISREG(s.st_mode) or s.st_size - s.st_blocks * 512 < 1 << 20:
+            continue
+        b = os.lstat(os.path.join(bk, os.path.relpath(p, src)))
+        if b.st_blocks * 512 > s.st_blocks * 512 * 9 // 8 + (1 << 20):
+            bad.append(f"{p}: {s.st_size} bytes, {s.st_blocks * 512} allocated, "
+                       f"{b.st_blocks * 512} in the backup")
+for line in bad[:20]:
+    print(line)
+sys.exit(1 if bad else 0)
+EOF
+}
+
 # e2e_incremental FS WORKLOAD WHEN: the truly changed paths (rsync's
 # comparison before the incremental), the incremental, then the backup
 # must equal the source; one report line.  WHEN: clean or crash.
@@ -132,6 +157,7 @@ e2e_incremental() {
 		fail "$fs after $wl ($when): the backup differs from the source in $(wc -l <"/tmp/after-$fs") paths"
 	fi
 	e2e_links "$fs"
+	e2e_holes "$fs" || fail "$fs after $wl ($when): sparse files filled in the backup"
 	python3 -S "$CHJ_ROOT/tests/e2e/report.py" "$fs" "$wl" "$when" "/tmp/m/$fs" "$truth" \
 		"$E2E_RUN/list" "$E2E_RUN/resolve-ms" "$E2E_RUN/rsync.out" | tee -a "$REPORT"
 }

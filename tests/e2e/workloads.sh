@@ -19,7 +19,7 @@ git_() { git -c safe.directory='*' -c gc.auto=0 "$@"; }
 long() { [ "${E2E_LONG:-0}" = 1 ]; }
 
 # wl_seed M: the tree the first full backup copies: documentation trees,
-# hard links, xattrs, an ACL, other owners.
+# hard links, xattrs, an ACL, other owners, a sparse file.
 wl_seed() {
 	local s=$1/seed
 	# On btrfs a subvolume (wl_fsown snapshots it).
@@ -37,6 +37,11 @@ wl_seed() {
 	setfacl -m u:nobody:r "$s/coreutils/copyright"
 	chown -R nobody:nogroup "$s/rsync"
 	head -c 300000 /dev/urandom >"$s/data.bin"
+	# A sparse file, as a VM image is: 8 MiB, three 64 KiB extents.
+	truncate -s 8M "$s/sparse.img"
+	for o in 0 3 7; do
+		head -c 65536 /dev/urandom | dd of="$s/sparse.img" bs=64k seek=$((o * 16)) conv=notrunc status=none
+	done
 	mkdir -p "$s/tree-0/a/b"
 	echo deep >"$s/tree-0/a/b/t"
 	echo top >"$s/tree-0/u"
@@ -45,7 +50,8 @@ wl_seed() {
 # wl_edits M N: what a user does by hand, the cases a backup tool most
 # easily loses: an xattr changed and one added, an ACL changed, a new hard
 # link and a removed one, a same-size rewrite with the mtime put back, a
-# punched hole, rename (a file, a directory tree), delete, chmod, chown.
+# punched hole, a block written into a sparse file's hole, rename (a file,
+# a directory tree), delete, chmod, chown.
 wl_edits() {
 	local s=$1/seed n=$2
 	[ -d "$s" ] || return 0
@@ -58,6 +64,7 @@ wl_edits() {
 	printf 'edit %06d' "$n" | dd of="$s/data.bin" bs=1 seek=5000 conv=notrunc status=none
 	touch -r /tmp/e2e-ref "$s/data.bin"
 	fallocate -p -o 65536 -l 8192 "$s/data.bin"
+	head -c 4096 /dev/urandom | dd of="$s/sparse.img" bs=4096 seek=$((600 + n % 400)) conv=notrunc status=none
 	echo "cycle $n" >"$s/renamed-from"
 	mv "$s/renamed-from" "$s/renamed-$n"
 	rm -f "$s/renamed-$((n - 1))"

@@ -101,6 +101,7 @@ if [ "$CHJ_BOOT" = 1 ]; then
 		[ ! -f "$E2E_RUN/list" ] || fail "$fs: the first backup was not a full copy"
 		e2e_diff "$fs" "/tmp/full-$fs"
 		[ ! -s "/tmp/full-$fs" ] || { head "/tmp/full-$fs"; fail "$fs: the full copy differs"; }
+		e2e_holes "$fs" || fail "$fs: sparse files filled in the full copy"
 	done
 	if ! long; then
 		for c in "${CLEAN[@]}"; do
