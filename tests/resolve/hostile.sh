@@ -34,8 +34,10 @@
 #            listed (the on-disk superblock lagged: its blocks were
 #            "outside").
 #   subvol   (btrfs) a snapshot taken after the checkpoint and not changed
-#            since, a subvolume deleted: the snapshot listed (it was not),
-#            exit 0 (the deleted subvolume's tree search failed: exit 1).
+#            since, a subvolume deleted, one of its files sharing a new
+#            data extent with a file kept: the snapshot and the kept file
+#            listed (the snapshot was not), exit 0 (the deleted
+#            subvolume's tree searches failed: exit 1).
 #   fds      a file at the bottom of a 40-level tree, its data blocks
 #            alone changed, resolved under every open-file limit from 8 to
 #            80 (CAP_SYS_RESOURCE dropped: the limit cannot be raised):
@@ -492,6 +494,13 @@ btrfs)
 	python3 "$here/fstruth.py" snap "$mnt" "$work/sv-before.json" >/dev/null
 	image a
 	btrfs -q subvolume snapshot "$mnt/sv" "$mnt/snap"
+	# A data extent written since the checkpoint and shared with the
+	# subvolume deleted below: its backrefs name an inode of that
+	# subvolume too, whose tree search then answered ENOENT (exit 1:
+	# check-long's e2e, a balance after a snapshot rotation).
+	head -c 262144 /dev/urandom >"$mnt/gone/shared"
+	cp --reflink=always "$mnt/gone/shared" "$mnt/sv/shared"
+	sync -f "$mnt"
 	btrfs -q subvolume delete "$mnt/gone"
 	image b
 	python3 "$here/fstruth.py" diffimg "$work/a.img" "$work/b.img" 16384 >"$work/changes"
@@ -501,6 +510,7 @@ btrfs)
 	python3 "$here/fstruth.py" check "$work/sv-before.json" "$work/sv-after.json" "$work/out" \
 		--mount "$mnt" --snap || fail "subvol: the new snapshot or the deletion missed"
 	listed snap
+	listed sv/shared
 	;;
 esac
 

@@ -209,6 +209,22 @@ static int tree_search(struct bctx *b, uint64_t tree, struct skey min, struct sk
 	return tree_search_or_gone(b, tree, min, max, min_transid, fn, ctx, NULL);
 }
 
+/*
+ * The items of one inode in subvolume tree root.  Inodes are found in
+ * trees of subvolumes that may be deleted and not yet cleaned up: through
+ * the extent tree's backrefs (a data extent shared with a deleted
+ * snapshot, moved by a balance) or deleted during this run.  Such an inode
+ * has no name left; *gone says so and the caller names nothing (the
+ * directory that held the subvolume changed in its parent's tree and is
+ * listed from there).
+ */
+static int inode_search(struct bctx *b, uint64_t root, struct skey min, struct skey max,
+			item_fn fn, void *ctx, bool *gone)
+{
+	*gone = false;
+	return tree_search_or_gone(b, root, min, max, 0, fn, ctx, gone);
+}
+
 /* ---- device and mount ---- */
 
 static int check_device(struct bctx *b)
@@ -808,8 +824,10 @@ static char *refs_path(struct bctx *b, uint64_t root, uint64_t dir, unsigned dep
 	const struct dirpath *p;
 	const char *pp;
 	char *out = NULL;
+	bool gone;
 
-	if (depth > 65536 || tree_search(b, root, lo, hi, 0, uref_item, &u) || !u.name || u.parent == dir)
+	if (depth > 65536 || inode_search(b, root, lo, hi, uref_item, &u, &gone) || gone ||
+	    !u.name || u.parent == dir)
 		goto out;
 	if (known_only) {
 		p = dp_find(b, root, u.parent, ht_hash_pair(u.parent, root));
@@ -989,12 +1007,13 @@ static int name_item(struct bctx *b, struct item *it)
 	struct skey rlo = { it->ino, 0, BTRFS_INODE_REF_KEY };
 	struct skey rhi = { it->ino, UINT64_MAX, BTRFS_INODE_EXTREF_KEY };
 	struct ref_ctx rc = { it, 0 };
+	bool gone;
 	int e;
 
-	e = tree_search(b, it->root, lo, hi, 0, inode_item, &ii);
+	e = inode_search(b, it->root, lo, hi, inode_item, &ii, &gone);
 	if (e)
 		return e;
-	if (!ii.found)
+	if (gone || !ii.found)
 		return RX_OK;	/* deleted: its directory is listed */
 	/* Only in a changed leaf, and its inode item older than the epoch. */
 	if (!(it->reasons & RSN_DATA) && it->ino != BTRFS_FIRST_FREE_OBJECTID &&
@@ -1016,7 +1035,7 @@ static int name_item(struct bctx *b, struct item *it)
 		free(top);
 		return RX_OK;
 	}
-	e = tree_search(b, it->root, rlo, rhi, 0, ref_item, &rc);
+	e = inode_search(b, it->root, rlo, rhi, ref_item, &rc, &gone);
 	if (!e && rc.bad)
 		e = rx_fail(b->r, RX_ERROR, "btrfs: malformed inode reference of %llu in tree %llu",
 			    (unsigned long long)it->ino, (unsigned long long)it->root);
@@ -1075,11 +1094,15 @@ static int file_ranges(struct bctx *b, struct item *it)
 	struct fx_ctx fx = { b, it, { 0 }, !!(it->flags & IT_MAP_CHANGED) };
 	struct skey lo = { it->ino, 0, BTRFS_EXTENT_DATA_KEY };
 	struct skey hi = { it->ino, UINT64_MAX, BTRFS_EXTENT_DATA_KEY };
+	bool gone;
 	int rc;
 
 	rs_init(&fx.mapped);
-	rc = tree_search(b, it->root, lo, hi, 0, file_extent, &fx);
-	if (!rc && fx.map_changed) {
+	rc = inode_search(b, it->root, lo, hi, file_extent, &fx, &gone);
+	if (!rc && gone) {
+		/* Named, then its subvolume deleted: whatever is read there is new. */
+		rs_add(&it->ranges, 0, it->size);
+	} else if (!rc && fx.map_changed) {
 		/* Holes (punched, or truncated and extended) read as zeros. */
 		struct rangeset all, holes;
 
