@@ -3,7 +3,9 @@
  * libFuzzer harness for the jbd2 walk (resolve/jbd2.c).  Input: one byte
  * of flags, then journal blocks of 1 KiB (block 0 the journal superblock).
  * Flag bit 0 makes the superblock move after the first walk (a live
- * journal).  A block is "changed" when its last byte is odd.
+ * journal); bit 1 notes a tail at the map (the superblock's, the
+ * sequence lowered by the flags' bits 2-7).  A block is "changed" when its
+ * last byte is odd.
  *
  * Oracles beyond the sanitizers: the walk ends (a bounded number of
  * reads), and homes reported never exceed the tags the blocks can hold.
@@ -56,7 +58,7 @@ static void home(void *ctx, uint64_t blk)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct fz f = { 0 };
-	struct jbd2_src src = { &f, BS, 0, rd, ch, home, NULL };
+	struct jbd2_src src = { &f, BS, 0, rd, ch, home, NULL, 0, 0, 0 };
 	struct jbd2_info info;
 
 	if (size < 1 + BS)
@@ -65,9 +67,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	f.d = data + 1;
 	f.nblk = (size - 1) / BS;
 	src.nblocks = f.nblk;
+	if (data[0] & 2) {
+		const uint8_t *sb = f.d;
+
+		src.map_known = 1;
+		src.map_seq = ((uint32_t)sb[24] << 24 | (uint32_t)sb[25] << 16 |
+			       (uint32_t)sb[26] << 8 | sb[27]) - (data[0] >> 2);
+		src.map_start = (uint32_t)sb[28] << 24 | (uint32_t)sb[29] << 16 |
+				(uint32_t)sb[30] << 8 | sb[31];
+	}
 	jbd2_scan(&src, &info);
-	/* At most one lap per walk, at most (BS / 8) tags per block. */
-	if (f.homes > (uint64_t)JBD2_RETRIES * f.nblk * (BS / 8))
+	/* One walk, at most one lap, at most (BS / 8) tags per block. */
+	if (f.homes > (uint64_t)f.nblk * (BS / 8))
 		abort();
 	return 0;
 }

@@ -1269,12 +1269,6 @@ static int btrfs_before_map(struct resolver *r)
 	return RX_OK;
 }
 
-static void btrfs_release(struct resolver *r)
-{
-	free(r->method_state);
-	r->method_state = NULL;
-}
-
 /* What a bctx holds (the resolve and the fuzz entry). */
 static void bctx_free(struct bctx *b)
 {
@@ -1434,5 +1428,5 @@ const struct resolve_method btrfs_method = {
 	.flags = RM_ANON_DEV,
 	.before_map = btrfs_before_map,
 	.resolve = btrfs_resolve,
-	.release = btrfs_release,
+	.release = method_free_state,
 };

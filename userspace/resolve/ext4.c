@@ -367,11 +367,45 @@ static void j_race(void *ctx)
 	test_log_race();
 }
 
+/*
+ * What ext4 notes before the change map is read (r->method_state): the
+ * jbd2 superblock's tail then, where the walk must start (jbd2.c's head
+ * comment: a walk from the tail of its own time misses transactions
+ * checkpointed between the map and the walk).
+ */
+struct ext4_pre {
+	int journal;		/* an internal journal, its tail noted */
+	uint32_t seq, start;	/* its s_sequence, s_start */
+	uint64_t jsb_byte;	/* where its superblock is; UINT64_MAX: given
+				   by the test hook, not read */
+};
+
+/* The walk's source, starting at the tail noted before the map (RX_OK),
+ * once the journal is checked to be the one noted. */
+static int journal_src(struct e4 *c, struct jbd2_src *src)
+{
+	struct resolver *r = c->r;
+	const struct ext4_pre *pre = r->method_state;
+	uint64_t p0 = jblk_to_pblk(c, 0);
+
+	if (!pre || !pre->journal)
+		return rx_fail(r, RX_FULL_SCAN,
+			       "the ext4 journal's tail was not noted before the change map was read");
+	if (pre->jsb_byte != UINT64_MAX && (p0 == UINT64_MAX || pre->jsb_byte != p0 * c->bs))
+		return rx_fail(r, RX_FULL_SCAN,
+			       "the ext4 journal is not where it was when the change map was read");
+	*src = (struct jbd2_src){ c, (uint32_t)c->bs, 0, j_read, j_changed, j_home, j_race,
+				  1, pre->seq, pre->start };
+	src->nblocks = c->jm[c->njm - 1].lblk + c->jm[c->njm - 1].len;
+	return RX_OK;
+}
+
 static int scan_journal(struct e4 *c)
 {
 	struct resolver *r = c->r;
-	struct jbd2_src src = { c, (uint32_t)c->bs, 0, j_read, j_changed, j_home, j_race };
+	struct jbd2_src src;
 	struct jbd2_info info;
+	int rc;
 
 	if (!c->njm || !rs_overlaps(&c->journal, 0, UINT64_MAX))
 		return RX_OK;
@@ -380,15 +414,97 @@ static int scan_journal(struct e4 *c)
 			goto touched;
 	return RX_OK;
 touched:
-	src.nblocks = c->jm[c->njm - 1].lblk + c->jm[c->njm - 1].len;
+	rc = journal_src(c, &src);
+	if (rc)
+		return rc;
 	if (jbd2_scan(&src, &info)) {
 		/* Without the journal's contents nothing hidden there is known. */
+		if (info.lapped)
+			return rx_fail(r, RX_FULL_SCAN, "the ext4 journal %s", info.why);
 		return rx_fail(r, RX_FULL_SCAN, "the ext4 journal cannot be read: %s", info.why);
 	}
 	rs_normalize(&c->jhome);
 	r->st.journal_trans = info.counted;
-	r->st.journal_rewalks = info.retries;
+	r->st.journal_moved = info.moved;
+	r->st.journal_seq_map = info.seq_from;
+	r->st.journal_seq_now = info.seq_now;
 	r->st.journal_blocks = rs_total(&c->jhome) / c->bs;
+	return RX_OK;
+}
+
+/* ---- before the change map ---- */
+
+/* The test hook's tail (target_log_at_map: "SEQUENCE:START", decimal, of
+ * the jbd2 superblock in the image the map was made against) into p. */
+static int pre_from_hook(struct resolver *r, const char *at, struct ext4_pre *p)
+{
+	unsigned long long seq, start;
+
+	if (sscanf(at, "%llu:%llu", &seq, &start) != 2 || seq > UINT32_MAX || start > UINT32_MAX)
+		return rx_fail(r, RX_ERROR, "CHJ_RESOLVE_LOG_AT_MAP: not \"SEQUENCE:START\" (ext4): %s", at);
+	p->journal = 1;
+	p->seq = (uint32_t)seq;
+	p->start = (uint32_t)start;
+	p->jsb_byte = UINT64_MAX;
+	return RX_OK;
+}
+
+/* Where the internal journal's superblock (its block 0) is, in bytes, into
+ * p->jsb_byte (p->journal 0: no internal journal).  Only the superblock,
+ * the journal inode and its map are read: static while mounted. */
+static int jsb_place(struct resolver *r, struct ext4_pre *p)
+{
+	struct ext2_inode inode;
+	ext2_filsys fs;
+	blk64_t pblk = 0;
+	errcode_t err;
+	int rc = RX_OK;
+
+	err = ext2fs_open2(r->dev_path, NULL,
+			   EXT2_FLAG_64BITS | EXT2_FLAG_SKIP_MMP | EXT2_FLAG_IGNORE_CSUM_ERRORS |
+			   EXT2_FLAG_SUPER_ONLY, 0, 0, unix_io_manager, &fs);
+	if (err)
+		return rx_fail(r, RX_ERROR, "%s: cannot open the ext4 filesystem: %s", r->dev_path,
+			       error_message(err));
+	/* An external journal: ext4_resolve says so (exit 3). */
+	if (!ext2fs_has_feature_journal(fs->super) || !fs->super->s_journal_inum)
+		goto out;
+	err = ext2fs_read_inode(fs, fs->super->s_journal_inum, &inode);
+	if (!err)
+		err = ext2fs_bmap2(fs, fs->super->s_journal_inum, &inode, NULL, 0, 0, NULL, &pblk);
+	if (err || !pblk || pblk >= ext2fs_blocks_count(fs->super)) {
+		rc = rx_fail(r, RX_ERROR, "%s: the journal's first block cannot be found: %s",
+			     r->dev_path, err ? error_message(err) : "out of range");
+		goto out;
+	}
+	p->journal = 1;
+	p->jsb_byte = (uint64_t)pblk * fs->blocksize;
+out:
+	ext2fs_close_free(&fs);
+	return rc;
+}
+
+/* Before the change map: the journal's tail (struct ext4_pre). */
+static int ext4_before_map(struct resolver *r)
+{
+	const char *at = target_log_at_map();
+	struct ext4_pre *p = xcalloc(1, sizeof(*p));
+	unsigned char b[1024];
+	int rc;
+
+	r->method_state = p;
+	if (at)
+		return pre_from_hook(r, at, p);
+	rc = jsb_place(r, p);
+	if (rc || !p->journal)
+		return rc;
+	/* O_DIRECT, as the walk: jbd2 writes its superblock itself (FUA). */
+	rc = raw_read(r, b, sizeof(b), p->jsb_byte);
+	if (rc)
+		return rc;
+	if (jbd2_sb_tail(b, sizeof(b), &p->seq, &p->start))
+		return rx_fail(r, RX_FULL_SCAN, "%s: no jbd2 superblock at the journal's first block",
+			       r->dev_path);
 	return RX_OK;
 }
 
@@ -1334,5 +1450,7 @@ static const char *const ext4_fstypes[] = { "ext4", "ext3", "ext2", NULL };
 const struct resolve_method ext4_method = {
 	.name = "ext4",
 	.fstypes = ext4_fstypes,
+	.before_map = ext4_before_map,
 	.resolve = ext4_resolve,
+	.release = method_free_state,
 };

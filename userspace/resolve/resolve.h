@@ -181,7 +181,8 @@ struct stats {
 	char settled[256];		/* and what it said */
 	uint64_t journal_blocks;	/* home blocks found through the journal */
 	uint64_t journal_trans;		/* journal transactions that count */
-	uint64_t journal_rewalks;	/* walks redone: the journal moved */
+	int journal_moved;		/* the jbd2 tail moved since the map: */
+	uint32_t journal_seq_map, journal_seq_now;	/* from, to */
 	uint64_t inodes_listed, paths_listed, unreachable;
 	uint64_t by_reason[RSN_NR];
 	uint64_t itable_neighbours;	/* inodes listed only for sharing an
@@ -247,16 +248,6 @@ struct resolver {
 	int epoch_known;	/* current_epoch is the device's (the store needs it) */
 	uint32_t region_bytes;
 	struct rangeset changed;	/* bytes on the device */
-	/*
-	 * Where the XFS log was (head and tail LSNs, the kernel's) just
-	 * before the map was read: the log blocks the map can cover end
-	 * there.  Log records the kernel writes later are in no mark, and
-	 * once the head goes round to the records the map does cover, what
-	 * the scan reads there is a later lap (xfslog.c).  map_log_known 0:
-	 * not XFS, not mounted, or no /sys/fs/xfs.
-	 */
-	uint64_t map_log_head, map_log_tail;
-	int map_log_known;
 
 	struct results res;
 	struct stats st;
@@ -296,10 +287,11 @@ int target_read_changes(struct resolver *r);
 int target_epoch_marks(struct resolver *r, const struct rangeset *read, struct rangeset *marked);
 /* RX_FULL_SCAN if the target is in fail mode, else RX_OK (or an error). */
 int target_check_mode(struct resolver *r);
-/* r->map_log_*: where the XFS log is now, to be called just before a
- * change map is read (chj-resolve-test: CHJ_RESOLVE_LOG_AT_MAP when the
- * map is a file).  RX_OK or an error (a malformed test hook). */
-int target_note_log(struct resolver *r);
+/* chj-resolve-test with a map from a file (made earlier, from images):
+ * CHJ_RESOLVE_LOG_AT_MAP, where the filesystem's log was when it was made
+ * (each method's before_map hook reads it in its own format); NULL
+ * otherwise (the method notes where its log is now). */
+const char *target_log_at_map(void);
 /* The XFS log's head and tail LSNs of the filesystem on devno, as the
  * kernel has them (/sys/fs/xfs/NAME/log): 0, or -1 if not known. */
 int xfs_log_state(dev_t devno, uint64_t *head, uint64_t *tail);
@@ -456,6 +448,8 @@ enum {
 extern const struct resolve_method ext4_method, xfs_method, btrfs_method;
 /* methods.c: the method reading fstype, or NULL. */
 const struct resolve_method *method_for(const char *fstype);
+/* A release hook: free(r->method_state) (a state of one block). */
+void method_free_state(struct resolver *r);
 
 /* output.c */
 /* Default output: a path starting with '/' is literal; one starting with

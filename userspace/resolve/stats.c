@@ -43,9 +43,9 @@ void stats_print(const struct resolver *r, FILE *f)
 		fprintf(f, "journal: %llu transactions in changed regions name %llu home blocks\n",
 			(unsigned long long)s->journal_trans,
 			(unsigned long long)s->journal_blocks);
-	if (s->journal_rewalks)
-		fprintf(f, "journal: it moved during a walk: walked again %llu times\n",
-			(unsigned long long)s->journal_rewalks);
+	if (s->journal_moved)
+		fprintf(f, "journal: it moved since the change map was read (sequence %u -> %u): walked from where it was then\n",
+			s->journal_seq_map, s->journal_seq_now);
 	fprintf(f, "listed: %llu inodes, %llu paths; %llu changed inodes have no path under the mount\n",
 		(unsigned long long)s->inodes_listed, (unsigned long long)s->paths_listed,
 		(unsigned long long)s->unreachable);

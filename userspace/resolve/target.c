@@ -277,30 +277,11 @@ int target_check_mode(struct resolver *r)
 	return check_mode(r, &s);
 }
 
-/*
- * Where the XFS log is, just before a change map is read: r->map_log_*
- * (see resolve.h).  chj-resolve-test with a map from a file: the file is
- * a map made earlier (images of the device), so CHJ_RESOLVE_LOG_AT_MAP
- * says where the log was then ("HEAD TAIL", each CYCLE:BLOCK as in
- * /sys/fs/xfs/NAME/log); without it, where the log is now.
- */
-int target_note_log(struct resolver *r)
+const char *target_log_at_map(void)
 {
 	const char *at = changes_file() ? test_hook("CHJ_RESOLVE_LOG_AT_MAP") : NULL;
-	unsigned long long hc, hb, tc, tb;
 
-	r->map_log_known = 0;
-	if (at && *at) {
-		if (sscanf(at, "%llu:%llu %llu:%llu", &hc, &hb, &tc, &tb) != 4 || hc > UINT32_MAX ||
-		    hb > UINT32_MAX || tc > UINT32_MAX || tb > UINT32_MAX)
-			return rx_fail(r, RX_ERROR, "CHJ_RESOLVE_LOG_AT_MAP: not \"CYCLE:BLOCK CYCLE:BLOCK\": %s", at);
-		r->map_log_head = (uint64_t)hc << 32 | hb;
-		r->map_log_tail = (uint64_t)tc << 32 | tb;
-		r->map_log_known = 1;
-		return RX_OK;
-	}
-	r->map_log_known = !xfs_log_state(r->devno, &r->map_log_head, &r->map_log_tail);
-	return RX_OK;
+	return at && *at ? at : NULL;
 }
 
 int target_read_changes(struct resolver *r)
@@ -316,9 +297,7 @@ int target_read_changes(struct resolver *r)
 	int rc;
 
 	if (cf) {
-		rc = target_note_log(r);
-		if (!rc)
-			rc = read_changes_file(r, cf);
+		rc = read_changes_file(r, cf);
 		goto done;
 	}
 	chj_dm_init();
@@ -327,8 +306,6 @@ int target_read_changes(struct resolver *r)
 		return rc;
 	if (!r->have_since)
 		r->since = s.current_epoch;
-	/* Before the marks: the log the map covers ends no later. */
-	target_note_log(r);
 	if (chj_meta_open_live(&m, r->dm_name, &e) ||
 	    chj_changes_since(m, r->since, &ch, &e)) {
 		chj_meta_close(m);

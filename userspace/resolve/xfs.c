@@ -187,6 +187,19 @@ int xfs_log_state(dev_t devno, uint64_t *head, uint64_t *tail)
 	return 0;
 }
 
+/*
+ * What XFS notes before the change map is read (r->method_state): where
+ * the log was (head and tail LSNs, the kernel's).  The log blocks the map
+ * can cover end there.  Log records the kernel writes later are in no
+ * mark, and once the head goes round to the records the map does cover,
+ * what the scan reads there is a later lap (xfslog.c).  known 0: not
+ * mounted, or no /sys/fs/xfs.
+ */
+struct xfs_pre {
+	uint64_t head, tail;
+	int known;
+};
+
 struct xctx {
 	struct resolver *r;
 	struct xfs_geo g;
@@ -1072,9 +1085,10 @@ static int xfs_read_log(struct xctx *x)
 {
 	struct resolver *r = x->r;
 	struct xfs_geo *g = &x->g;
+	const struct xfs_pre *pre = r->method_state;
 	struct xlog_out lo = { .ctx = x, .inode = log_inode, .range = log_range,
-			       .before_head_reread = log_race, .map_known = r->map_log_known,
-			       .map_head = r->map_log_head, .map_tail = r->map_log_tail,
+			       .before_head_reread = log_race, .map_known = pre && pre->known,
+			       .map_head = pre ? pre->head : 0, .map_tail = pre ? pre->tail : 0,
 			       .now_head = log_now };
 	int rc;
 
@@ -1254,8 +1268,37 @@ static int xfs_resolve(struct resolver *r)
 
 static const char *const xfs_fstypes[] = { "xfs", NULL };
 
+/*
+ * Before the change map is read: where the log is (xfs_before_map).  chj-
+ * resolve-test with a map from a file: the file is a map made earlier
+ * (images of the device), so CHJ_RESOLVE_LOG_AT_MAP says where the log
+ * was then ("HEAD TAIL", each CYCLE:BLOCK as in /sys/fs/xfs/NAME/log);
+ * without it, where the log is now.
+ */
+static int xfs_before_map(struct resolver *r)
+{
+	const char *at = target_log_at_map();
+	struct xfs_pre *p = xcalloc(1, sizeof(*p));
+	unsigned long long hc, hb, tc, tb;
+
+	r->method_state = p;
+	if (!at) {
+		p->known = !xfs_log_state(r->devno, &p->head, &p->tail);
+		return RX_OK;
+	}
+	if (sscanf(at, "%llu:%llu %llu:%llu", &hc, &hb, &tc, &tb) != 4 || hc > UINT32_MAX ||
+	    hb > UINT32_MAX || tc > UINT32_MAX || tb > UINT32_MAX)
+		return rx_fail(r, RX_ERROR, "CHJ_RESOLVE_LOG_AT_MAP: not \"CYCLE:BLOCK CYCLE:BLOCK\": %s", at);
+	p->head = (uint64_t)hc << 32 | hb;
+	p->tail = (uint64_t)tc << 32 | tb;
+	p->known = 1;
+	return RX_OK;
+}
+
 const struct resolve_method xfs_method = {
 	.name = "xfs",
 	.fstypes = xfs_fstypes,
+	.before_map = xfs_before_map,
 	.resolve = xfs_resolve,
+	.release = method_free_state,
 };
