@@ -121,6 +121,11 @@ chk_git() {
 	if [ "$rs" != 0 ]; then
 		echo "note: git fsck on the recovered source exited $rs (the same on the backup):"
 		head -n 5 /tmp/fsck-src
+		# git does not fsync loose objects and packs by default: after
+		# a power cut they can be empty, and later git commands fail on
+		# them.  The user clones again: the removal is a change the next
+		# incremental must carry (and wl_git clones afresh).
+		rm -rf "$s"
 	fi
 }
 
