@@ -48,8 +48,9 @@
  *   (WRITTEN stays)     a new bit elsewhere in blk sets dirty again: the
  *                       next pass copies and writes blk again
  *   any     -> CLEAN    chj_md_checkpoint(), lock, in-flight writes drained
- *                       and new ones held (ckpt_pending): bits, durable,
- *                       dirty emptied after the new superblock is durable
+ *                       and new ones held (the target's draining flag):
+ *                       bits, durable, dirty emptied after the new
+ *                       superblock is durable
  *   load/grow           preresume, no writes: bits read from blocks of the
  *                       current epoch (durable stays 0: conservative)
  *
@@ -82,13 +83,24 @@
  *                            becomes SET exact bits, written, and the
  *                            intent map is committed empty: UNMARKED
  *
- * The one lock-free race, a fast-path write against a retiring pass: the
+ * A lock-free race, a fast-path write against a retiring pass: the
  * write sets its exact bits, smp_rmb(), then reads cmark; the pass clears
  * cmark, smp_mb(), then reads the exact bits.  Either the write sees the
  * chunk unmarked and is deferred to a new mark, or the pass sees its bits
  * and makes them durable before the superblock that clears the mark.
- * A fast-path write against a checkpoint: the target counts it in flight
- * before reading ckpt_pending (dm-chj-target.c, chj_map() and checkpoint()).
+ *
+ * The in-flight rule, a fast-path write against a checkpoint: the write
+ * is counted in flight (the target's per-CPU c->writes, get_write()) in
+ * one preemption-off section with its read of the draining flag, before
+ * it reads any map, and stays counted until it ends.  The checkpoint sets
+ * the flag, waits for an RCU grace period (after which every CPU counts no
+ * new write: later ones go to the worker, which waits for the lock), waits
+ * for the sum to reach zero, so that every write of the old epoch has
+ * ended and set its bits in the old maps, then empties the maps and clears
+ * the flag with release (dm-chj-target.c, chj_map(), drain_writes() and
+ * reopen_writes()).  The worker issues only under the lock, never while a
+ * checkpoint drains.
+ * No write takes the lock or writes a shared line for this.
  *
  * Other ordering rules this file keeps:
  *  - a closed epoch's journal record is written before the superblock that
@@ -100,6 +112,7 @@
 #include <linux/crc32c.h>
 #include <linux/device-mapper.h>
 #include <linux/mm.h>
+#include <linux/percpu_counter.h>
 #include <linux/slab.h>
 #include <linux/string.h>
 #include <linux/timekeeping.h>
@@ -115,6 +128,23 @@
 #define CHJ_BATCH 64
 
 struct chj_metadata {
+	/*
+	 * What every write reads (chj_md_set_exact_may_issue()): the maps'
+	 * addresses and the chunk size, set at load and growth (preresume, no
+	 * writes in flight).  Nothing on this line is written per write.
+	 */
+	unsigned long *durable;
+	u8 *bits;
+	unsigned long *dirty;
+	u32 chunk_shift;
+
+	/*
+	 * Regions set in bits: counted per CPU, as each first touch of a
+	 * region adds one (no shared atomic there); summed by status, set
+	 * only with writes drained or none yet (checkpoint, load).
+	 */
+	struct percpu_counter marked ____cacheline_aligned_in_smp;
+
 	struct block_device *bdev;
 	struct bio_set bs;
 	u64 dev_blocks;
@@ -128,15 +158,10 @@ struct chj_metadata {
 	u64 bitmap_blocks;
 	u64 cur_epoch;
 
-	/* Region and block states: the table at the top of this file. */
-	u8 *bits;
+	/* Region and block states (bits, dirty, durable above): the table. */
 	size_t bits_len;
-	atomic64_t marked;
-	unsigned long *dirty;
-	unsigned long *durable;
 
-	/* Chunk states: the table at the top of this file. */
-	u32 chunk_shift;
+	/* Chunk states (chunk_shift above): the table at the top of this file. */
 	u32 want_shift;		/* the table's; bigger origins get bigger */
 	u64 nr_chunks;
 	u8 intent[CHJ_INTENT_BYTES];
@@ -398,14 +423,16 @@ static size_t bits_len_for(u64 bitmap_blocks)
 	return round_up(bitmap_blocks * CHJ_BITMAP_BYTES, sizeof(long));
 }
 
+/* With no write in flight (load, or drained): else counts would be lost. */
 static void recount(struct chj_metadata *md)
 {
 	u64 blk;
+	s64 n = 0;
 
-	atomic64_set(&md->marked, 0);
 	for (blk = 0; blk < md->bitmap_blocks; blk++)
-		atomic64_add(bitmap_weight((unsigned long *)(md->bits + blk * CHJ_BITMAP_BYTES),
-					   CHJ_BITMAP_BYTES * 8), &md->marked);
+		n += bitmap_weight((unsigned long *)(md->bits + blk * CHJ_BITMAP_BYTES),
+				   CHJ_BITMAP_BYTES * 8);
+	percpu_counter_set(&md->marked, n);
 }
 
 /*
@@ -473,7 +500,7 @@ bool chj_md_set_exact_may_issue(struct chj_metadata *md, u64 first, u64 last)
 		if (!test_and_set_bit_le(r, md->bits)) {
 			u64 blk = div64_u64(r, CHJ_REGIONS_PER_BLOCK);
 
-			atomic64_inc(&md->marked);
+			percpu_counter_inc(&md->marked);
 			if (!test_bit(blk, md->dirty))
 				set_bit(blk, md->dirty);
 		}
@@ -944,7 +971,7 @@ int chj_md_checkpoint(struct chj_metadata *md, u64 *new_epoch)
 	bitmap_zero(md->dirty, md->bitmap_blocks);
 	bitmap_zero(md->cmark, CHJ_MAX_CHUNKS);
 	bitmap_zero(md->cactive, CHJ_MAX_CHUNKS);
-	atomic64_set(&md->marked, 0);
+	percpu_counter_set(&md->marked, 0);	/* writes drained */
 	*new_epoch = md->cur_epoch;
 	return 0;
 }
@@ -1156,6 +1183,7 @@ void chj_md_close(struct chj_metadata *md)
 	if (md->sb_page)
 		__free_page(md->sb_page);
 	free_bits(md);
+	percpu_counter_destroy(&md->marked);	/* no-op if never set up */
 	bioset_exit(&md->bs);
 	kvfree(md);
 }
@@ -1179,7 +1207,8 @@ static struct chj_metadata *md_alloc(struct block_device *bdev)
 		if (!md->pages[i])
 			break;
 	}
-	if (!md->sb_page || i < CHJ_BATCH) {
+	if (!md->sb_page || i < CHJ_BATCH ||
+	    percpu_counter_init(&md->marked, 0, GFP_KERNEL)) {
 		chj_md_close(md);
 		return NULL;
 	}
@@ -1310,7 +1339,7 @@ void chj_md_stats(struct chj_metadata *md, struct chj_md_stats *st)
 
 	st->current_epoch = md->cur_epoch;
 	st->oldest_epoch = le64_to_cpu(md->sb.oldest_epoch);
-	st->marked = atomic64_read(&md->marked);
+	st->marked = percpu_counter_sum_positive(&md->marked);
 	st->nr_regions = md->nr_regions;
 	st->journal_used = le64_to_cpu(md->sb.journal_tail) -
 			   le64_to_cpu(md->sb.journal_head);

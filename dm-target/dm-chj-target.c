@@ -13,11 +13,11 @@
  * write may go and every state a chunk or region goes through: the state
  * table at the top of dm-chj-metadata.c.
  *
- * Fast path: a write that may go is remapped at once (bit tests and an
- * in-flight count).  Slow path: the worker marks the chunks the waiting
- * writes need in one superblock write (FUA), then issues them.
- * A checkpoint drains in-flight writes so that none can straddle two epochs
- * unmarked in the second.
+ * Fast path: a write that may go is remapped at once (bit tests and a
+ * per-CPU reference: nothing shared is written per write).  Slow path: the
+ * worker marks the chunks the waiting writes need in one superblock write
+ * (FUA), then issues them.  A checkpoint drains in-flight writes so that
+ * none can straddle two epochs unmarked in the second.
  *
  * See docs/dm-chj.txt for the table line, status and messages.
  */
@@ -25,6 +25,8 @@
 #include <linux/device-mapper.h>
 #include <linux/module.h>
 #include <linux/mutex.h>
+#include <linux/percpu.h>
+#include <linux/rcupdate.h>
 #include <linux/slab.h>
 #include <linux/wait.h>
 #include <linux/workqueue.h>
@@ -43,25 +45,43 @@ MODULE_PARM_DESC(clean_interval_ms,
 /* Default chunk: 4 MiB (docs/dm-chj.txt has the measurements). */
 #define CHJ_DEFAULT_CHUNK_SECTORS 8192u
 
+/*
+ * The first cache line holds what every write reads and no write writes:
+ * the fields of chj_map() and chj_end_io(), set at construction and load
+ * (failed: once, in fail mode; draining: twice per checkpoint).  What the
+ * slow path, the worker and the cleaner write starts on a line of its own
+ * (lock), so that the fast path shares no written line.
+ */
 struct chj_target {
+	struct dm_dev *origin_dev;
+	/* NULL until the first preresume: the old table may still write. */
+	struct chj_metadata *md;
+	unsigned int region_shift;
+	/* A metadata write failed: writes are errored until a reload. */
+	bool failed;
+	/* Set while a checkpoint drains: new writes go to the worker. */
+	bool draining;
+	/*
+	 * Data writes issued to the origin and not ended, counted per CPU: a
+	 * write may end on another CPU than it started on, so only the sum
+	 * over CPUs means anything (get_write(), put_write(), drain_writes():
+	 * the in-flight rule in the state table of dm-chj-metadata.c).
+	 */
+	unsigned long __percpu *writes;
+
 	struct dm_target *ti;
 	struct dm_dev *metadata_dev;
-	struct dm_dev *origin_dev;
 	u32 region_sectors;
-	unsigned int region_shift;
 	/* Feature chunk_sectors: the intent map's chunk, at least. */
 	u32 chunk_sectors;
 	/* Feature mark_ahead: accepted for old tables; chunks cover it. */
 	u32 mark_ahead;
 
-	/* NULL until the first preresume: the old table may still write. */
-	struct chj_metadata *md;
-
 	/*
 	 * The metadata's one writer: held for every metadata write (chunk
 	 * marks, cleaning, checkpoint, mark_all, suspend, fail mode).
 	 */
-	struct mutex lock;
+	struct mutex lock ____cacheline_aligned_in_smp;
 	bool suspended;
 
 	/* Writes waiting for a chunk mark; the worker marks and issues them. */
@@ -72,13 +92,8 @@ struct chj_target {
 	/* Writes the exact map and retires idle chunks, every interval. */
 	struct delayed_work cleaner;
 
-	/* Writes issued on the fast path or by the worker, not yet ended. */
-	atomic_t in_flight;
+	/* The checkpoint waits here for the writes in flight to end. */
 	wait_queue_head_t drain_wq;
-	/* Set while a checkpoint drains: new writes take the slow path. */
-	bool ckpt_pending;
-	/* A metadata write failed: writes are errored until a reload. */
-	bool failed;
 	bool fail_recorded;
 	/* For the stats message: bios deferred, mark commits. */
 	atomic64_t deferred_bios;
@@ -94,7 +109,7 @@ struct chj_failed {
 };
 
 struct chj_bio {
-	bool counted;	/* holds an in_flight reference */
+	bool counted;	/* counted in c->writes */
 };
 
 /*
@@ -108,10 +123,44 @@ static DEFINE_MUTEX(failed_lock);
 
 /* ------------------------------------------------------------ helpers -- */
 
-static void put_in_flight(struct chj_target *c)
+/*
+ * Count a data write in flight, unless a checkpoint drains.  Any context.
+ * The flag is read and the count taken with preemption off: that section
+ * is an RCU reader, which drain_writes()'s grace period waits for, so no
+ * shared line is written and no barrier is needed here.
+ */
+static bool get_write(struct chj_target *c)
 {
-	if (atomic_dec_and_test(&c->in_flight) && wq_has_sleeper(&c->drain_wq))
+	bool live;
+
+	preempt_disable();
+	/* Acquire: a cleared flag means the maps reopen_writes() left. */
+	live = !smp_load_acquire(&c->draining);
+	if (live)
+		this_cpu_inc(*c->writes);
+	preempt_enable();
+	return live;
+}
+
+/* A counted write ended.  Any context (its completion). */
+static void put_write(struct chj_target *c)
+{
+	preempt_disable();
+	this_cpu_dec(*c->writes);
+	if (unlikely(READ_ONCE(c->draining)))
 		wake_up(&c->drain_wq);
+	preempt_enable();
+}
+
+/* The writes in flight: exact once no CPU can count a new one. */
+static unsigned long writes_in_flight(struct chj_target *c)
+{
+	unsigned long sum = 0;
+	int cpu;
+
+	for_each_possible_cpu(cpu)
+		sum += READ_ONCE(*per_cpu_ptr(c->writes, cpu));
+	return sum;
 }
 
 /* Does this bio change origin data?  Empty flushes and reads do not. */
@@ -201,13 +250,17 @@ static bool take_failed(dev_t dev)
 
 /* ------------------------------------------------------------ bio path -- */
 
-/* A bio whose chunks are durably marked: counted in flight, to the origin. */
+/*
+ * A bio whose chunks are durably marked: counted in flight, to the origin.
+ * With c->lock, so no checkpoint drains (it holds the lock throughout):
+ * counted without looking at the flag.
+ */
 static void issue_held(struct chj_target *c, struct bio *bio)
 {
 	struct chj_bio *pb = dm_per_bio_data(bio, sizeof(*pb));
 
 	pb->counted = true;
-	atomic_inc(&c->in_flight);
+	this_cpu_inc(*c->writes);
 	submit_bio_noacct(bio);
 }
 
@@ -336,19 +389,17 @@ static int chj_map(struct dm_target *ti, struct bio *bio)
 
 	bio_regions(c, bio, &first, &last);
 	/*
-	 * Count the bio in flight before looking at ckpt_pending; checkpoint()
-	 * sets ckpt_pending before reading in_flight.  With a full barrier on
-	 * both sides, either it waits for this bio or this bio sees the flag.
+	 * Counted before the maps are read: a checkpoint that drains after
+	 * this waits for this write to end.  While one drains, the write goes
+	 * to the worker, which waits for the checkpoint.
 	 */
-	atomic_inc(&c->in_flight);
-	smp_mb__after_atomic(); /* in_flight before ckpt_pending, as above */
-	/* Acquire: a cleared flag means the cleared maps are visible too. */
-	if (!smp_load_acquire(&c->ckpt_pending) &&
-	    chj_md_set_exact_may_issue(c->md, first, last)) {
-		pb->counted = true;
-		return DM_MAPIO_REMAPPED;
+	if (get_write(c)) {
+		if (chj_md_set_exact_may_issue(c->md, first, last)) {
+			pb->counted = true;
+			return DM_MAPIO_REMAPPED;
+		}
+		put_write(c);
 	}
-	put_in_flight(c);
 	defer_bio(c, bio);
 	return DM_MAPIO_SUBMITTED;
 }
@@ -360,33 +411,56 @@ static int chj_end_io(struct dm_target *ti, struct bio *bio,
 	struct chj_target *c = ti->private;
 
 	if (pb->counted)
-		put_in_flight(c);
+		put_write(c);
 	return DM_ENDIO_DONE;
 }
 
 /* ------------------------------------------------------------ messages -- */
 
 /*
- * End the epoch, with c->lock held.  New writes are diverted to the worker,
- * which waits for the lock; every write already issued is waited for: a
- * write still in flight when the new epoch starts could land after a
- * backup read its region, so it must not be left to the old epoch alone.
- * Writes held meanwhile are marked in the new one.
+ * With c->lock; sleeps.  Close the fast path and wait for every data write
+ * issued so far to end, as dm core waits for its per-CPU pending I/O at
+ * suspend.  After the grace period every get_write() has either counted
+ * its write or seen the flag (and sent the write to the worker, which
+ * waits for c->lock), and every put_write() that missed the flag has its
+ * decrement in the sum; the later ones wake us.  From then on the counts
+ * only fall, so a sum of zero is exact.  The worker issues only under
+ * c->lock.  Expedited: the fast path is closed until it ends.
+ */
+static void drain_writes(struct chj_target *c)
+{
+	WRITE_ONCE(c->draining, true);
+	synchronize_rcu_expedited();
+	wait_event(c->drain_wq, !writes_in_flight(c));
+	smp_mb(); /* the drained writes' exact bits before the epoch is read */
+}
+
+/*
+ * With c->lock, after drain_writes().  Open the fast path again on the
+ * maps as they are now (the new epoch's after a checkpoint), and let the
+ * worker mark and issue the writes held meanwhile.
+ */
+static void reopen_writes(struct chj_target *c)
+{
+	smp_store_release(&c->draining, false); /* maps first; see get_write() */
+	queue_work(c->wq, &c->worker);
+}
+
+/*
+ * End the epoch, with c->lock held; sleeps.  Every write already issued is
+ * waited for: a write still in flight when the new epoch starts could land
+ * after a backup read its region, so it must not be left to the old epoch
+ * alone.  Writes held meanwhile are marked in the new one.
  */
 static int checkpoint(struct chj_target *c, u64 *epoch)
 {
 	int r;
 
-	WRITE_ONCE(c->ckpt_pending, true);
-	/* Flag before counter; pairs with smp_mb__after_atomic() in chj_map(). */
-	smp_mb();
-	wait_event(c->drain_wq, !atomic_read(&c->in_flight));
+	drain_writes(c);
 	r = chj_md_checkpoint(c->md, epoch);
 	if (r)
 		enter_fail_mode(c, "checkpoint", r);
-	/* Release: the cleared maps are visible before the fast path reopens. */
-	smp_store_release(&c->ckpt_pending, false);
-	queue_work(c->wq, &c->worker);
+	reopen_writes(c);
 	return r;
 }
 
@@ -467,9 +541,12 @@ static int chj_message(struct dm_target *ti, unsigned int argc, char **argv,
 			r = 1;
 		}
 	} else {
+		/* Drained: its recount must not race a first touch's count. */
+		drain_writes(c);
 		r = chj_md_mark_all(c->md);
 		if (r)
 			enter_fail_mode(c, "mark_all", r);
+		reopen_writes(c);
 	}
 	mutex_unlock(&c->lock);
 	return r;
@@ -726,6 +803,7 @@ static void chj_dtr(struct dm_target *ti)
 		destroy_workqueue(c->wq);
 	}
 	chj_md_close(c->md);
+	free_percpu(c->writes);
 	if (c->metadata_dev)
 		dm_put_device(ti, c->metadata_dev);
 	if (c->origin_dev)
@@ -756,7 +834,8 @@ static int chj_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 	init_waitqueue_head(&c->drain_wq);
 	c->suspended = true;
 	c->failed_rec = kzalloc_obj(*c->failed_rec);
-	if (!c->failed_rec) {
+	c->writes = alloc_percpu(unsigned long);
+	if (!c->failed_rec || !c->writes) {
 		ti->error = "Cannot allocate target";
 		r = -ENOMEM;
 		goto bad;
