@@ -52,7 +52,9 @@
  *                       bits, durable, dirty emptied after the new
  *                       superblock is durable
  *   load/grow           preresume, no writes: bits read from blocks of the
- *                       current epoch (durable stays 0: conservative)
+ *                       current epoch, or set by mark_all; DURABLE only by
+ *                       prove_all() after chj_md_open()'s flush, since a
+ *                       block read may still be in the device's cache
  *
  * States of a chunk c:
  *
