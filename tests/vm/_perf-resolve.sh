@@ -19,7 +19,8 @@ RES_REPS=${PERF_RES_REPS:-2}
 [ -x "$RES_BASE" ] || fail "$RES_BASE is not built (make: tests/perf)"
 [ -x "$RES_CUR" ] || fail "$RES_CUR is not built (make)"
 
-res_bin() { case $1 in base) echo "$RES_BASE" ;; *) echo "$RES_CUR" ;; esac; }
+# RES_AA: aa's binary (default this tree's; tests/vm/perf-aa.sh: the baseline's).
+res_bin() { case $1 in base) echo "$RES_BASE" ;; aa) echo "${RES_AA:-$RES_CUR}" ;; *) echo "$RES_CUR" ;; esac; }
 has_target() { case " $BENCH_TARGETS " in *" $1 "*) true ;; *) false ;; esac; }
 
 # resolve_run TARGET: chj-resolve of TARGET since $RES_EPOCH; sets RES_US
@@ -38,6 +39,7 @@ resolve_run() {
 resolve_gate() {
 	local t targets="base cur" rep order
 	has_target aa && targets="base cur aa"
+	has_target cur || targets="base aa"
 	dd if=/dev/zero of=/dev/ram0 bs=1M count=8 oflag=direct status=none
 	dm_create r "0 $(sectors /dev/ram1) chj /dev/ram0 /dev/ram1 8" >/dev/null
 	mkfs.ext4 -q -F -i 8192 -E lazy_itable_init=0,lazy_journal_init=0 /dev/mapper/r
