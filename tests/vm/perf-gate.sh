@@ -20,27 +20,15 @@
 # shellcheck source=tests/vm/lib.sh disable=SC1091
 . "$CHJ_ROOT/tests/vm/lib.sh"
 
-P=$CHJ_ROOT/build/perf/$(uname -r)
-BENCH_SET=1
+# shellcheck source=tests/vm/_perf.sh
+. "$CHJ_ROOT/tests/vm/_perf.sh"
 BENCH_REPS=2
-BENCH_ABBA=1
-BENCH_BACKING=brd
-BENCH_SIZE_MIB=${PERF_SIZE_MIB:-128}
-BENCH_META_MIB=16
-BENCH_NIOS=${PERF_NIOS:-20000}
-BENCH_CKPT_SECONDS=1
-export BENCH_CKPT_EVERY=0.1	# 7-8 checkpoints in the job's second
-BENCH_JOBS="randwrite-qd1-first randwrite-qd32-first seqwrite-1m randwrite-qd1-steady randwrite-qd32-steady ckpt-under-load"
 BENCH_TARGETS="linear base cur aa slow"
-# make check's other kernels (CHJ_SHORT): the gate and the ratios to
-# dm-linear; the A/A and the control, which test the gate itself, on the
-# first kernel only (tests/perf/gate skips what was not run).
-! short || BENCH_TARGETS="linear base cur"
+# make check's other kernels (CHJ_SHORT): the gate, the ratios to dm-linear
+# and the control (whether the gate sees a slowdown depends on the kernel:
+# 120 turns were seen on 6.1 and missed on Debian 13's 6.12); the A/A on the
+# first kernel only (tests/perf/gate skips what was not run; perf-aa.sh
+# calibrates each kernel).
+! short || BENCH_TARGETS="linear base cur slow"
 BENCH_MODULES="base=$P/base/dm-target/dm-chj.ko cur=$CHJ_KO aa=$CHJ_KO slow=$P/slow/dm-target/dm-chj.ko"
-# shellcheck source=tests/vm/_bench.sh
-. "$CHJ_ROOT/tests/vm/_bench.sh"
-# shellcheck source=tests/vm/_perf-resolve.sh
-. "$CHJ_ROOT/tests/vm/_perf-resolve.sh"
-modprobe ext4
-resolve_gate
-log "ok: results in $OUT for tests/perf/gate"
+perf_run
