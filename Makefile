@@ -149,7 +149,9 @@ KSRC ?= /usr/src/linux-source-6.12.tar.xz
 mkpatch:
 	scripts/mkpatch $(KSRC)
 
-check-intree:
+# all: the VM tests of the in-tree module (smoke, order-trace) run the
+# tree's tools.
+check-intree: all
 	scripts/check-intree
 
 check-build: all modules dkms-modules checkpatch sparse-all e2e-debs
