@@ -141,13 +141,17 @@ deb:
 
 # The in-tree patch series against KSRC (a linux-source tarball or tree)
 # into build/mkpatch/KERNELVERSION/; check-intree applies it to every
-# /usr/src/linux-source-X.tar.xz from 6.12 on and builds dm-chj.ko in tree
-# (make check-long runs it: minutes of compiling).
+# /usr/src/linux-source-X.tar.xz from 6.12 on, and the newest kernel's in
+# its kernel root (built there), and builds dm-chj.ko in tree (make
+# check-long runs it: minutes of compiling; make check makes the series and
+# checkpatches it, results mkpatch:X).
 KSRC ?= /usr/src/linux-source-6.12.tar.xz
 mkpatch:
 	scripts/mkpatch $(KSRC)
 
-check-intree:
+# all: the VM tests of the in-tree module (smoke, order-trace) run the
+# tree's tools.
+check-intree: all
 	scripts/check-intree
 
 check-build: all modules dkms-modules checkpatch sparse-all e2e-debs

@@ -9,7 +9,9 @@
 # non-loopback (dummy) address with x509 and --tls-authz, each checksum as
 # above; clients without TLS, with a wrong key, an unlisted or no
 # certificate, or not root (nor in the group) on the socket are refused; so
-# is a plain export beyond loopback without --insecure-plain.
+# is a plain export beyond loopback without --insecure-plain.  The socket's
+# mode is the umask's neither way: 0600 under umask 000, 0660 with
+# --socket-group under umask 077.
 # vm-disks: 16M 32M 32M 64M
 # vm-timeout: 240
 # shellcheck source=tests/vm/lib.sh disable=SC1091
@@ -171,14 +173,25 @@ case $CHJ_BOOT in
 	TLS_URI="s|//|//backup1@|; s|\$|\&tls-psk-file=$PKI/psk/keys.psk|"
 	TLS_BACKUP=(--tls-psk-file "$PKI/psk/keys.psk" --tls-username backup1)
 	TLS_CHECKS=psk_checks
+	# umask 077: --socket-group's 0660 does not depend on it either.
+	mask=$(umask)
+	umask 077
 	backup "" "$e2"
+	umask "$mask"
 	TLS_EXPORT=() TLS_URI="" TLS_BACKUP=() TLS_CHECKS=""
 	e3=$(cat "$CHJ_OUT/epoch")
 	echo "$e3" >"$CHJ_OUT/e3"
 
-	step "an older epoch: since $e1"
+	step "an older epoch: since $e1, chj export run with umask 000"
 	snap_take
+	mask=$(umask)
+	umask 000
 	export_start "$e1"
+	umask "$mask"
+	# 0600 whatever the umask: with 000 qemu-nbd alone would bind it 0777.
+	assert_eq "600 0" "$(stat -c '%a %u' $SOCK)" "socket mode and owner under umask 000"
+	refused "uid nobody on the 0600 socket" "Permission denied" \
+		setpriv --reuid=65534 --regid=65534 --clear-groups nbdinfo --size "nbd+unix:///?socket=$SOCK"
 	map_check "$e1"
 	export_stop
 	dmsetup remove snap
