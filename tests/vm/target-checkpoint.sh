@@ -58,10 +58,10 @@ pass() {
 	[ ${#epochs[@]} -ge 2 ] || fail "only ${#epochs[@]} checkpoints during the run"
 
 	log "every region changed after a checkpoint is reported since that epoch"
-	dd if="$dev" of=/tmp/final bs=1M iflag=direct status=none
+	dd if="$dev" of=/tmp/final.img bs=1M iflag=direct status=none
 	for e in "${epochs[@]}"; do
 		$CHJ changes --since "$e" t >/tmp/changes
-		out=$($COVER "/tmp/snap.$e" /tmp/final 8 /tmp/changes) || { echo "$out"; fail "epoch $e: missed changes"; }
+		out=$($COVER "/tmp/snap.$e" /tmp/final.img 8 /tmp/changes) || { echo "$out"; fail "epoch $e: missed changes"; }
 		log "since $e: $out"
 		rm -f "/tmp/snap.$e"
 	done
@@ -81,9 +81,9 @@ pass() {
 		dmsetup resume t
 	done
 	wait $fio_pid
-	dd if="$dev" of=/tmp/final bs=1M iflag=direct status=none
+	dd if="$dev" of=/tmp/final.img bs=1M iflag=direct status=none
 	$CHJ changes --since "$e" t >/tmp/changes
-	out=$($COVER /tmp/snap /tmp/final 8 /tmp/changes) || { echo "$out"; fail "reload: missed changes"; }
+	out=$($COVER /tmp/snap /tmp/final.img 8 /tmp/changes) || { echo "$out"; fail "reload: missed changes"; }
 	log "since $e across reloads: $out"
 	log "stats since the last reload: $(dmsetup message t 0 stats)"
 	dmsetup remove t md

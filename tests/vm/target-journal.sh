@@ -43,7 +43,7 @@ old=$(st t old)
 [ "$(st t jused)" -le 10 ] || fail "journal over capacity"
 
 log "dropped epochs are refused with exit 3, retained ones are complete"
-dd if="$dev" of=/tmp/final bs=1M iflag=direct status=none
+dd if="$dev" of=/tmp/final.img bs=1M iflag=direct status=none
 for e in "${!snap_ok[@]}"; do
 	rc=0
 	$CHJ changes --since "$e" t >/tmp/changes 2>/tmp/err || rc=$?
@@ -52,7 +52,7 @@ for e in "${!snap_ok[@]}"; do
 		[ ! -s /tmp/changes ] || fail "dropped epoch $e printed ranges"
 	else
 		assert_eq 0 "$rc" "exit status for retained epoch $e"
-		out=$($COVER "/tmp/snap.$e" /tmp/final 8 /tmp/changes) || { echo "$out"; fail "epoch $e missed changes"; }
+		out=$($COVER "/tmp/snap.$e" /tmp/final.img 8 /tmp/changes) || { echo "$out"; fail "epoch $e missed changes"; }
 		log "since $e: $out"
 	fi
 done
