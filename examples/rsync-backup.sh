@@ -39,9 +39,11 @@
 # the file whose xattrs or ACL changed (its inode changed).  -S (--sparse):
 # runs of zeros become holes in DEST, so a sparse file (a VM image) stays
 # sparse there instead of allocating its whole size.  --numeric-ids: the
-# owners as numbers, whatever the backup host's user names.
+# owners as numbers, whatever the backup host's user names.  Every pass
+# copies with the same options (RSYNC).
 # Environment: CHJ, CHJ_RESOLVE (tool paths).
 set -euo pipefail
+RSYNC=(rsync -aHAXS --numeric-ids)
 CHJ=${CHJ:-chj}
 CHJ_RESOLVE=${CHJ_RESOLVE:-chj-resolve}
 [ $# -eq 2 ] || { echo "usage: $0 NAME DEST" >&2; exit 2; }
@@ -121,10 +123,10 @@ case $rc in
 		done
 	done <"$list"
 	if [ -s "$dirs" ]; then
-		rsync -aHAXS --numeric-ids --delete --from0 --files-from="$dirs" "$mnt/" "$dest/"
+		"${RSYNC[@]}" --delete --from0 --files-from="$dirs" "$mnt/" "$dest/"
 	fi
 	if [ -s "$whole" ]; then
-		rsync -aHAXS --numeric-ids --delete -r --from0 --files-from="$whole" "$mnt/" "$dest/"
+		"${RSYNC[@]}" --delete -r --from0 --files-from="$whole" "$mnt/" "$dest/"
 		links_of_whole "$whole" >>"$files"
 	fi
 	# The listed directories again, without the slash (the directory
@@ -132,13 +134,13 @@ case $rc in
 	# times back at its end.
 	cat "$self" >>"$files"
 	if [ -s "$files" ]; then
-		rsync -aHAXS --numeric-ids --ignore-times --from0 --files-from="$files" "$mnt/" "$dest/"
+		"${RSYNC[@]}" --ignore-times --from0 --files-from="$files" "$mnt/" "$dest/"
 	fi
 	echo "rsync-backup: $(tr -cd '\0' <"$list" | wc -c) paths since epoch $(cat "$state"), $(tr -cd '\0' <"$whole" | wc -c) directories new to the mirror copied whole"
 	;;
 3)
 	echo "rsync-backup: full copy" >&2
-	rsync -aHAXS --numeric-ids --delete "$mnt/" "$dest/"
+	"${RSYNC[@]}" --delete "$mnt/" "$dest/"
 	;;
 *)
 	echo "rsync-backup: chj-resolve failed (exit $rc)" >&2
