@@ -19,11 +19,6 @@
 # KEEP=1 keeps them.  Prints "precision FS ROUND VALUE" lines.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
-# chj-resolve-test: chj-resolve with the test hooks (CHJ_RESOLVE_CHANGES);
-# CHJ_RESOLVE_TEST names another build of it (scripts/run-checks: UBSan's).
-RESOLVE=${CHJ_RESOLVE_TEST:-$root/userspace/chj-resolve-test}
-TRUTH=$here/fstruth.py
 # shellcheck source=tests/resolve/workload.sh
 . "$here/workload.sh"
 

@@ -49,8 +49,6 @@
 # Needs root and loop devices; work files in $TMPDIR.  KEEP=1 keeps them.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
-RESOLVE=${CHJ_RESOLVE_TEST:-$root/userspace/chj-resolve-test}
 fs=${1:?usage: $0 ext4|xfs|xfs-normap|btrfs}
 # shellcheck source=tests/resolve/scratch.sh
 . "$here/scratch.sh" resolve-hostile

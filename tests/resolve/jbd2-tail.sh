@@ -24,12 +24,8 @@
 # devices; KEEP=1 keeps files).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
-RESOLVE=${CHJ_RESOLVE_TEST:-$root/userspace/chj-resolve-test}
-TRUTH=$here/fstruth.py
 # shellcheck source=tests/resolve/scratch.sh
 . "$here/scratch.sh" jbd2-tail
-fail() { echo "FAIL: jbd2-tail: $*"; exit 1; }
 
 truncate -s 128M "$img"
 loop=$(losetup -f --show "$img")

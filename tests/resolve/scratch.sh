@@ -1,13 +1,23 @@
 # shellcheck shell=bash
-# Sourced by the host tests of tests/resolve: a scratch directory for one
-# loop-device filesystem, removed at exit (KEEP=1 keeps it).
+# Sourced by the host tests of tests/resolve, with here= their directory:
+# the preamble they share and a scratch directory for one loop-device
+# filesystem, removed at exit (KEEP=1 keeps it).
 #   . "$here/scratch.sh" NAME
-# sets work ($TMPDIR/chj-NAME.XXXXXX), mnt ($work/mnt), img ($work/dev.img)
-# and loop (empty: the caller attaches the image), and traps EXIT to
-# unmount mnt, detach loop and remove work.
+# sets root (the tree), RESOLVE (chj-resolve-test: chj-resolve with the
+# test hooks, CHJ_RESOLVE_CHANGES; CHJ_RESOLVE_TEST names another build of
+# it, scripts/run-checks: UBSan's), TRUTH (fstruth.py, the ground truth),
+# work ($TMPDIR/chj-NAME.XXXXXX), mnt ($work/mnt), img ($work/dev.img)
+# and loop (empty: the caller attaches the image), defines
+#   fail MSG...       "FAIL: NAME: MSG" and exit 1 (a test may redefine it)
 #   detach_loop DEV   detach DEV, tolerating one the kernel already
 #                     detached (noted on stderr)
-work=$(mktemp -d "${TMPDIR:-/tmp}/chj-${1:?scratch.sh: a name}.XXXXXX")
+# and traps EXIT to unmount mnt, detach loop and remove work.
+root=$(cd "${here:?scratch.sh: here= the test directory}/../.." && pwd)
+RESOLVE=${CHJ_RESOLVE_TEST:-$root/userspace/chj-resolve-test}
+TRUTH=$here/fstruth.py
+scratch_name=${1:?scratch.sh: a name}
+fail() { echo "FAIL: $scratch_name: $*"; exit 1; }
+work=$(mktemp -d "${TMPDIR:-/tmp}/chj-$scratch_name.XXXXXX")
 mnt=$work/mnt
 img=$work/dev.img
 loop=

@@ -31,15 +31,11 @@
 #       (root, loop devices; default -m rmapbt=1; KEEP=1 keeps files)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
-RESOLVE=${CHJ_RESOLVE_TEST:-$root/userspace/chj-resolve-test}
-TRUTH=$here/fstruth.py
 WL_PY=$here/workload.py
 # shellcheck source=tests/resolve/scratch.sh
 . "$here/scratch.sh" store-clock-xfs
 # shellcheck source=tests/resolve/store-run.sh
 . "$here/store-run.sh"
-fail() { echo "FAIL: store-clock-xfs: $*"; exit 1; }
 
 [ $# -gt 0 ] || set -- -m rmapbt=1
 truncate -s 320M "$img"

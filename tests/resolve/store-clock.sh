@@ -19,14 +19,10 @@
 #   tests/resolve/store-clock.sh     (root, loop devices; KEEP=1 keeps files)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
-RESOLVE=${CHJ_RESOLVE_TEST:-$root/userspace/chj-resolve-test}
-TRUTH=$here/fstruth.py
 # shellcheck source=tests/resolve/scratch.sh
 . "$here/scratch.sh" store-clock
 # shellcheck source=tests/resolve/store-run.sh
 . "$here/store-run.sh"
-fail() { echo "FAIL: store-clock: $*"; exit 1; }
 
 truncate -s 128M "$img"
 loop=$(losetup -f --show "$img")
