@@ -6,8 +6,8 @@
 # vm-disks: 1G 64M
 # vm-timeout: 7200
 # vm-mem: 3072
-# shellcheck source=tests/vm/lib.sh disable=SC1091
-. "$CHJ_ROOT/tests/vm/lib.sh"
+# shellcheck source=tests/vm/lib/lib.sh disable=SC1091
+. "$CHJ_ROOT/tests/vm/lib/lib.sh"
 
 # Parameters: scripts/bench writes build/bench/params.env before it boots
 # the VM; bench-smoke.sh sets them itself (BENCH_SET=1).

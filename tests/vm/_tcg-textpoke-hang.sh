@@ -14,7 +14,7 @@
 #   scripts/vm-test _tcg-textpoke-hang
 # vm-timeout: 400
 # vm-mem: 1024
-. "$CHJ_ROOT/tests/vm/lib.sh"
+. "$CHJ_ROOT/tests/vm/lib/lib.sh"
 T=/sys/kernel/tracing
 mountpoint -q $T || mount -t tracefs nodev $T
 brd_setup 1 65536

@@ -4,8 +4,8 @@
 # chj-benchdb imports it into a scratch database and compares and ratios
 # it.  Asserts only that results were produced and imported.
 # vm-timeout: 240
-# shellcheck source=tests/vm/lib.sh disable=SC1091
-. "$CHJ_ROOT/tests/vm/lib.sh"
+# shellcheck source=tests/vm/lib/lib.sh disable=SC1091
+. "$CHJ_ROOT/tests/vm/lib/lib.sh"
 
 BENCH_SET=1
 BENCH_REPS=1

@@ -17,11 +17,11 @@
 # vm-icount: 1
 # vm-host-check: tests/perf/gate
 # vm-timeout: 600
-# shellcheck source=tests/vm/lib.sh disable=SC1091
-. "$CHJ_ROOT/tests/vm/lib.sh"
+# shellcheck source=tests/vm/lib/lib.sh disable=SC1091
+. "$CHJ_ROOT/tests/vm/lib/lib.sh"
 
-# shellcheck source=tests/vm/_perf.sh
-. "$CHJ_ROOT/tests/vm/_perf.sh"
+# shellcheck source=tests/vm/lib/perf.sh
+. "$CHJ_ROOT/tests/vm/lib/perf.sh"
 BENCH_REPS=2
 BENCH_TARGETS="linear base cur aa slow"
 # make check's other kernels (CHJ_SHORT): the gate, the ratios to dm-linear

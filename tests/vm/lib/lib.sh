@@ -1,5 +1,6 @@
 # shellcheck shell=bash
-# Helpers for VM tests (tests/vm/*.sh), which run as root in the guest under
+# Helpers for the VM scripts (tests/vm/*.sh and the others scripts/vm-test
+# runs: scripts/lib/vm-scripts.sh), which run as root in the guest under
 # bash with the harness's environment:
 #   CHJ_OUT   writable results dir (build/vm/NAME/out on the host)
 #   CHJ_ROOT  the repo (read-only), CHJ_TEST the test name
