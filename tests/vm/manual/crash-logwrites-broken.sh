@@ -2,7 +2,7 @@
 # Manual check (not in make check): lw-replay catches deliberately broken
 # dm-chj builds on the real kernel stack, and passes this tree's dm-chj on
 # the same workload.  First: make -C tests/order (tests/order/build-broken-targets), then
-# scripts/vm-test _crash-logwrites-broken.
+# scripts/vm-test crash-logwrites-broken.
 # vm-timeout: 600
 # shellcheck source=tests/vm/lib/lib.sh disable=SC1091
 . "$CHJ_ROOT/tests/vm/lib/lib.sh"
