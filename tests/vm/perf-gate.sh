@@ -9,7 +9,7 @@
 #   aa    this tree's again: cur against aa is the A/A, which must pass
 #   slow  this tree's built with -DCHJ_PERF_CONTROL_SLOW: the negative
 #         control, which must fail
-# on the jobs of tests/vm/_bench.sh: 4 KiB random first touch and steady
+# on the jobs of bench/vm/bench.sh: 4 KiB random first touch and steady
 # state at QD1 and QD32, 1 MiB sequential writes, a checkpoint under load.
 # The verdict is made on the host (tests/perf/gate, the vm-host-check):
 # per metric baseline, this tree, ratio, against bench/gate.conf's
