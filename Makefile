@@ -48,7 +48,7 @@ help:
 	@echo 'make check-unit   both tools' unit tests (plain, ASan+UBSan, valgrind), generator test, short libFuzzer runs'
 	@echo 'make check-uapi   the userspace built against other UAPI headers (6.12, bookworm as released)'
 	@echo 'make check-host   chj-resolve against ground truth on loop devices (root)'
-	@echo 'make check-vm T=name   one VM test (tests/vm/name.sh); no T = all'
+	@echo 'make check-vm T=name   one VM script by name (tests/vm, tests/vm/selftest, tests/vm/manual, bench/vm); no T = all tests'
 	@echo 'make demo         boot the VM and show chj at work'
 	@echo 'make bench        benchmarks into build/bench.db (see BENCHMARKS.md)'
 	@echo 'make checkpatch   checkpatch.pl --strict on dm-target/'

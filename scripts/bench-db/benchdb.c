@@ -14,7 +14,7 @@
  * RUN, A and B are run ids, "latest", or a git commit (prefix): the latest
  * run of that commit.  The database is $CHJ_BENCH_DB, else build/bench.db.
  * import reads DIR/run.tsv, DIR/manifest.tsv and DIR/extra.tsv as written by
- * tests/vm/_bench.sh and _bench-resolve.sh (see scripts/bench) and prints
+ * bench/vm/bench.sh and bench-resolve.sh (see scripts/bench) and prints
  * the new run's id.  compare exits 1 when a gating metric regressed.
  */
 #include <ctype.h>

@@ -5,7 +5,7 @@
  * dmsetup ~0.2-0.5 s on a busy host) and that would swamp what is measured.
  *
  *   chj-benchguest hook pre|post TARGET JOB REP
- *	fio's exec_prerun in tests/vm/_bench.sh, on the dm device $BENCH_DM
+ *	fio's exec_prerun in bench/vm/bench.sh, on the dm device $BENCH_DM
  *	(default "b").  pre: finishes the previous job (as post does), then a
  *	checkpoint (new epoch / era) before *-first and seqwrite jobs, and
  *	snapshots of the metadata device's sectors written ($BENCH_META_STAT,
@@ -226,7 +226,7 @@ static void dm_ios(const char *name, struct snap *s)
 
 /*
  * FUA and PREFLUSH bios queued on the metadata and origin devices, from the
- * hist trigger tests/vm/_bench.sh puts on block:block_bio_queue when
+ * hist trigger bench/vm/bench.sh puts on block:block_bio_queue when
  * BENCH_TRACE=1 ($BENCH_HIST, keys dev and rwbs; $BENCH_META_KDEV and
  * $BENCH_ORIGIN_KDEV are the devices' kernel dev_t).  rwbs is
  * [F]op[F]...: a leading F is PREFLUSH, an F after the op is FUA.

@@ -1,8 +1,8 @@
 -- chj benchmark database (SQLite).  scripts/bench and chj-benchdb create it
 -- from this file; every statement is idempotent.
 --
--- One row in runs per benchmark run (one VM boot of tests/vm/_bench.sh or
--- _bench-resolve.sh); results keeps each job's raw output whole (the full fio
+-- One row in runs per benchmark run (one VM boot of bench/vm/bench.sh or
+-- bench-resolve.sh); results keeps each job's raw output whole (the full fio
 -- JSON, or /usr/bin/time's report for the resolver); metrics holds the
 -- numbers extracted or measured, one per (run, target, job, repetition,
 -- metric).  "target" is the device under test (linear, chj, chj64, era,

@@ -1,9 +1,10 @@
 # shellcheck shell=bash
 # The e2e family's devices, backup and checks (tests/vm/e2e.sh), sourced
-# after lib.sh and _chj.sh.  Three chj devices c-ext4, c-xfs, c-btrfs: their
-# metadata in 16 MiB slices of vda (dm-linear), their origins vdb, vdc, vdd;
-# the backups on vde (ext4, not tracked), which survives the resets like the
-# sources: /tmp/bk/FS mirrors /tmp/m/FS, /tmp/bk/FS.epoch is the example's epoch file.
+# after tests/vm/lib/lib.sh and chj.sh.  Three chj devices c-ext4, c-xfs,
+# c-btrfs: their metadata in 16 MiB slices of vda (dm-linear), their origins
+# vdb, vdc, vdd; the backups on vde (ext4, not tracked), which survives the
+# resets like the sources: /tmp/bk/FS mirrors /tmp/m/FS, /tmp/bk/FS.epoch is
+# the example's epoch file.
 # The backup is examples/rsync-backup.sh as a user runs it; the checks are
 # peer tools: rsync's own checksum comparison with -H -A -X, find's link
 # counts, the filesystems' checkers, git fsck, SQLite's integrity_check,

@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0 OR MIT
 # The resolver benchmark on the host (scripts/bench resolve-host; not part of
-# make check: a measurement): the tree of tests/vm/_bench-resolve.sh (N
+# make check: a measurement): the tree of bench/vm/bench-resolve.sh (N
 # files of 4 KiB, 1000 a directory, chj-benchguest tree-create, seed 1; ext4
 # -i 8192 or XFS rmapbt=1, the mkfs options of scripts/bench tree-image;
 # XFS with 4096-byte sectors, as on a 4Kn disk) on a loop device with direct

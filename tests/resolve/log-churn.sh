@@ -1,7 +1,7 @@
 #!/bin/bash
 # Metadata traffic that moves a filesystem's log, and where the log is:
 # the live-log tests of chj-resolve (issue 14), on the host
-# (host-check.sh) and over dm-chj in the VM (tests/vm/_resolve.sh).
+# (host-check.sh) and over dm-chj in the VM (tests/vm/lib/resolve.sh).
 #
 #   log-churn.sh DIR            one round: 2000 files in DIR touched
 #                               (created the first time), then sync

@@ -1,11 +1,11 @@
 #!/bin/bash
 # Smoke test of the benchmark tooling (not a benchmark): one tiny repetition
-# of every job of tests/vm/_bench.sh on dm-linear, dm-chj and dm-era, then
+# of every job of bench/vm/bench.sh on dm-linear, dm-chj and dm-era, then
 # chj-benchdb imports it into a scratch database and compares and ratios
 # it.  Asserts only that results were produced and imported.
 # vm-timeout: 240
-# shellcheck source=tests/vm/lib.sh disable=SC1091
-. "$CHJ_ROOT/tests/vm/lib.sh"
+# shellcheck source=tests/vm/lib/lib.sh disable=SC1091
+. "$CHJ_ROOT/tests/vm/lib/lib.sh"
 
 BENCH_SET=1
 BENCH_REPS=1
@@ -14,8 +14,8 @@ BENCH_SIZE_MIB=64
 BENCH_META_MIB=16
 BENCH_NIOS=256
 BENCH_CKPT_SECONDS=2
-# shellcheck source=tests/vm/_bench.sh
-. "$CHJ_ROOT/tests/vm/_bench.sh"
+# shellcheck source=bench/vm/bench.sh
+. "$CHJ_ROOT/bench/vm/bench.sh"
 
 bdb=$CHJ_ROOT/scripts/bench-db/chj-benchdb
 [ -x "$bdb" ] || fail "$bdb is not built (make)"

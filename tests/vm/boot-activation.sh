@@ -8,10 +8,10 @@
 # mounted, and mounting it while tracked fails.
 # vm-disks: 32M 128M
 # vm-timeout: 300
-# shellcheck source=tests/vm/lib.sh disable=SC1091
-. "$CHJ_ROOT/tests/vm/lib.sh"
-# shellcheck source=tests/vm/_chj.sh disable=SC1091
-. "$CHJ_ROOT/tests/vm/_chj.sh"
+# shellcheck source=tests/vm/lib/lib.sh disable=SC1091
+. "$CHJ_ROOT/tests/vm/lib/lib.sh"
+# shellcheck source=tests/vm/lib/chj.sh disable=SC1091
+. "$CHJ_ROOT/tests/vm/lib/chj.sh"
 CHJ=/usr/local/sbin/chj
 GEN=/usr/lib/systemd/system-generators/chj-generator
 

@@ -12,12 +12,12 @@
 # vm-host-check: tests/logwrites/check-saved
 # vm-timeout: 900
 # vm-mem: 3072
-# shellcheck source=tests/vm/lib.sh disable=SC1091
-. "$CHJ_ROOT/tests/vm/lib.sh"
-# shellcheck source=tests/vm/_chj.sh disable=SC1091
-. "$CHJ_ROOT/tests/vm/_chj.sh"
-# shellcheck source=tests/vm/_logwrites.sh disable=SC1091
-. "$CHJ_ROOT/tests/vm/_logwrites.sh"
+# shellcheck source=tests/vm/lib/lib.sh disable=SC1091
+. "$CHJ_ROOT/tests/vm/lib/lib.sh"
+# shellcheck source=tests/vm/lib/chj.sh disable=SC1091
+. "$CHJ_ROOT/tests/vm/lib/chj.sh"
+# shellcheck source=tests/vm/lib/logwrites.sh disable=SC1091
+. "$CHJ_ROOT/tests/vm/lib/logwrites.sh"
 
 # The origin (256 MiB): [0, 96 MiB) for fio, the rest an ext4 ("fs" over c).
 RAW_MIB=96

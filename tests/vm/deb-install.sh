@@ -30,10 +30,10 @@
 # (measured on a loaded host), so this test runs in make check-long only.
 # vm-long-only: yes
 # vm-timeout: 1500
-# shellcheck source=tests/vm/lib.sh disable=SC1091
-. "$CHJ_ROOT/tests/vm/lib.sh"
-# shellcheck source=tests/vm/_chj.sh disable=SC1091
-. "$CHJ_ROOT/tests/vm/_chj.sh"
+# shellcheck source=tests/vm/lib/lib.sh disable=SC1091
+. "$CHJ_ROOT/tests/vm/lib/lib.sh"
+# shellcheck source=tests/vm/lib/chj.sh disable=SC1091
+. "$CHJ_ROOT/tests/vm/lib/chj.sh"
 
 read -r kver </proc/sys/kernel/osrelease
 ver=$(sed -n 's/^PACKAGE_VERSION="\(.*\)"$/\1/p' "$CHJ_ROOT/dkms.conf")

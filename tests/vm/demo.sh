@@ -6,8 +6,8 @@
 # so it asserts what it shows.
 # vm-disks: 32M 256M
 # vm-timeout: 300
-# shellcheck source=tests/vm/lib.sh disable=SC1091
-. "$CHJ_ROOT/tests/vm/lib.sh"
+# shellcheck source=tests/vm/lib/lib.sh disable=SC1091
+. "$CHJ_ROOT/tests/vm/lib/lib.sh"
 export PATH=$CHJ_ROOT/userspace:$PATH
 M=/tmp/demo
 say() { printf '\n== %s\n' "$*"; }

@@ -5,8 +5,8 @@
 # tests) runs on the host, against the same stock kernel's headers the
 # guest sees, in a private --dkmstree; this test loads what it made.
 # vm-timeout: 120
-# shellcheck source=tests/vm/lib.sh disable=SC1091
-. "$CHJ_ROOT/tests/vm/lib.sh"
+# shellcheck source=tests/vm/lib/lib.sh disable=SC1091
+. "$CHJ_ROOT/tests/vm/lib/lib.sh"
 
 kver=$(uname -r)
 name=$(sed -n 's/^PACKAGE_NAME="\(.*\)"$/\1/p' "$CHJ_ROOT/dkms.conf")

@@ -21,10 +21,10 @@
 # vm-boots: 3
 # vm-long-boots: 23
 # vm-long-timeout: 5400
-# shellcheck source=tests/vm/lib.sh disable=SC1091
-. "$CHJ_ROOT/tests/vm/lib.sh"
-# shellcheck source=tests/vm/_chj.sh disable=SC1091
-. "$CHJ_ROOT/tests/vm/_chj.sh"
+# shellcheck source=tests/vm/lib/lib.sh disable=SC1091
+. "$CHJ_ROOT/tests/vm/lib/lib.sh"
+# shellcheck source=tests/vm/lib/chj.sh disable=SC1091
+. "$CHJ_ROOT/tests/vm/lib/chj.sh"
 # shellcheck source=tests/e2e/lib.sh disable=SC1091
 . "$CHJ_ROOT/tests/e2e/lib.sh"
 # shellcheck source=tests/e2e/workloads.sh disable=SC1091

@@ -8,10 +8,10 @@
 # tar and restic increments hold every changed file.
 # vm-disks: 32M 64M
 # vm-timeout: 400
-# shellcheck source=tests/vm/lib.sh disable=SC1091
-. "$CHJ_ROOT/tests/vm/lib.sh"
-# shellcheck source=tests/vm/_chj.sh disable=SC1091
-. "$CHJ_ROOT/tests/vm/_chj.sh"
+# shellcheck source=tests/vm/lib/lib.sh disable=SC1091
+. "$CHJ_ROOT/tests/vm/lib/lib.sh"
+# shellcheck source=tests/vm/lib/chj.sh disable=SC1091
+. "$CHJ_ROOT/tests/vm/lib/chj.sh"
 export CHJ=$CHJ_ROOT/userspace/chj CHJ_RESOLVE=$CHJ_ROOT/userspace/chj-resolve
 EX=$CHJ_ROOT/examples
 export RESTIC_PASSWORD=chj-test RESTIC_REPOSITORY=/tmp/restic RESTIC_CACHE_DIR=/tmp/restic-cache

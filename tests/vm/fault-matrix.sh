@@ -9,10 +9,10 @@
 # growth under QD32 load; checkpoint, status, changes and stats from four
 # processes at once under load.
 # vm-timeout: 600
-# shellcheck source=tests/vm/lib.sh disable=SC1091
-. "$CHJ_ROOT/tests/vm/lib.sh"
-# shellcheck source=tests/vm/_chj.sh disable=SC1091
-. "$CHJ_ROOT/tests/vm/_chj.sh"
+# shellcheck source=tests/vm/lib/lib.sh disable=SC1091
+. "$CHJ_ROOT/tests/vm/lib/lib.sh"
+# shellcheck source=tests/vm/lib/chj.sh disable=SC1091
+. "$CHJ_ROOT/tests/vm/lib/chj.sh"
 CHJ=$CHJ_ROOT/userspace/chj
 COVER=$CHJ_ROOT/tests/tools/changes-cover
 ORIG_S=$((64 << 11))

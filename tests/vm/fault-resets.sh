@@ -23,10 +23,10 @@
 # vm-boots: 51
 # vm-long-boots: 201
 # vm-long-timeout: 3600
-# shellcheck source=tests/vm/lib.sh disable=SC1091
-. "$CHJ_ROOT/tests/vm/lib.sh"
-# shellcheck source=tests/vm/_chj.sh disable=SC1091
-. "$CHJ_ROOT/tests/vm/_chj.sh"
+# shellcheck source=tests/vm/lib/lib.sh disable=SC1091
+. "$CHJ_ROOT/tests/vm/lib/lib.sh"
+# shellcheck source=tests/vm/lib/chj.sh disable=SC1091
+. "$CHJ_ROOT/tests/vm/lib/chj.sh"
 CHJ=$CHJ_ROOT/userspace/chj
 COVER=$CHJ_ROOT/tests/tools/changes-cover
 AIO=$CHJ_ROOT/tests/tools/aio-randwrite

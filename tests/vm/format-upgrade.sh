@@ -6,10 +6,10 @@
 # lost either way.  Format 1 is made from format 2 by tests/tools/fmt1
 # (the layouts differ only in the superblock block).
 # vm-timeout: 240
-# shellcheck source=tests/vm/lib.sh disable=SC1091
-. "$CHJ_ROOT/tests/vm/lib.sh"
-# shellcheck source=tests/vm/_chj.sh disable=SC1091
-. "$CHJ_ROOT/tests/vm/_chj.sh"
+# shellcheck source=tests/vm/lib/lib.sh disable=SC1091
+. "$CHJ_ROOT/tests/vm/lib/lib.sh"
+# shellcheck source=tests/vm/lib/chj.sh disable=SC1091
+. "$CHJ_ROOT/tests/vm/lib/chj.sh"
 CHJ=$CHJ_ROOT/userspace/chj
 FMT1=$CHJ_ROOT/tests/tools/fmt1
 

@@ -14,12 +14,12 @@
 # --socket-group under umask 077.
 # vm-disks: 16M 32M 32M 64M
 # vm-timeout: 240
-# shellcheck source=tests/vm/lib.sh disable=SC1091
-. "$CHJ_ROOT/tests/vm/lib.sh"
-# shellcheck source=tests/vm/_chj.sh disable=SC1091
-. "$CHJ_ROOT/tests/vm/_chj.sh"
-# shellcheck source=tests/vm/_nbd-tls.sh disable=SC1091
-. "$CHJ_ROOT/tests/vm/_nbd-tls.sh"
+# shellcheck source=tests/vm/lib/lib.sh disable=SC1091
+. "$CHJ_ROOT/tests/vm/lib/lib.sh"
+# shellcheck source=tests/vm/lib/chj.sh disable=SC1091
+. "$CHJ_ROOT/tests/vm/lib/chj.sh"
+# shellcheck source=tests/vm/lib/nbd-tls.sh disable=SC1091
+. "$CHJ_ROOT/tests/vm/lib/nbd-tls.sh"
 CHJ=$CHJ_ROOT/userspace/chj
 BACKUP="/usr/bin/python3 $CHJ_ROOT/examples/nbd-image-backup.py"
 IMG=/tmp/bk/backup.img

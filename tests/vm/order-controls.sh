@@ -7,15 +7,15 @@
 # not durable) must each fail tests/order/order-check, and this tree's
 # module must pass the same setup and workload.
 # vm-disks: 64M
-# The block events on from boot (tests/vm/_order.sh, order_start):
+# The block events on from boot (tests/vm/lib/order.sh, order_start):
 # vm-append: trace_event=block:block_bio_queue,block:block_bio_complete,block:block_rq_issue,block:block_rq_complete
 # vm-timeout: 600
-# shellcheck source=tests/vm/lib.sh disable=SC1091
-. "$CHJ_ROOT/tests/vm/lib.sh"
-# shellcheck source=tests/vm/_chj.sh disable=SC1091
-. "$CHJ_ROOT/tests/vm/_chj.sh"
-# shellcheck source=tests/vm/_order.sh disable=SC1091
-. "$CHJ_ROOT/tests/vm/_order.sh"
+# shellcheck source=tests/vm/lib/lib.sh disable=SC1091
+. "$CHJ_ROOT/tests/vm/lib/lib.sh"
+# shellcheck source=tests/vm/lib/chj.sh disable=SC1091
+. "$CHJ_ROOT/tests/vm/lib/chj.sh"
+# shellcheck source=tests/vm/lib/order.sh disable=SC1091
+. "$CHJ_ROOT/tests/vm/lib/order.sh"
 
 BROKEN=$CHJ_ROOT/build/order-broken/$(uname -r)
 REAL=$CHJ_KO	# this tree's module for the kernel booted (vm-guest)

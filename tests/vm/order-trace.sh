@@ -7,16 +7,16 @@
 # workloads, metadata on brd, dm-delay over brd and a file-backed virtio
 # disk (a volatile write cache: real FUA and flushes).
 # vm-disks: 64M 256M
-# The block events on from boot (tests/vm/_order.sh, order_start):
+# The block events on from boot (tests/vm/lib/order.sh, order_start):
 # vm-append: trace_event=block:block_bio_queue,block:block_bio_complete,block:block_rq_issue,block:block_rq_complete
 # vm-timeout: 900
 # vm-mem: 3072
-# shellcheck source=tests/vm/lib.sh disable=SC1091
-. "$CHJ_ROOT/tests/vm/lib.sh"
-# shellcheck source=tests/vm/_chj.sh disable=SC1091
-. "$CHJ_ROOT/tests/vm/_chj.sh"
-# shellcheck source=tests/vm/_order.sh disable=SC1091
-. "$CHJ_ROOT/tests/vm/_order.sh"
+# shellcheck source=tests/vm/lib/lib.sh disable=SC1091
+. "$CHJ_ROOT/tests/vm/lib/lib.sh"
+# shellcheck source=tests/vm/lib/chj.sh disable=SC1091
+. "$CHJ_ROOT/tests/vm/lib/chj.sh"
+# shellcheck source=tests/vm/lib/order.sh disable=SC1091
+. "$CHJ_ROOT/tests/vm/lib/order.sh"
 
 ORIG_MIB=384
 TRACE=/tmp/order-trace.txt

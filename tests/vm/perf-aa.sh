@@ -11,11 +11,11 @@
 # vm-host-check: tests/perf/gate
 # vm-timeout: 900
 # vm-long-only: yes
-# shellcheck source=tests/vm/lib.sh disable=SC1091
-. "$CHJ_ROOT/tests/vm/lib.sh"
+# shellcheck source=tests/vm/lib/lib.sh disable=SC1091
+. "$CHJ_ROOT/tests/vm/lib/lib.sh"
 
-# shellcheck source=tests/vm/_perf.sh
-. "$CHJ_ROOT/tests/vm/_perf.sh"
+# shellcheck source=tests/vm/lib/perf.sh
+. "$CHJ_ROOT/tests/vm/lib/perf.sh"
 BENCH_REPS=4
 BENCH_TARGETS="base aa"
 BENCH_MODULES="base=$P/base/dm-target/dm-chj.ko aa=$P/base/dm-target/dm-chj.ko"

@@ -9,7 +9,7 @@
 #   aa    this tree's again: cur against aa is the A/A, which must pass
 #   slow  this tree's built with -DCHJ_PERF_CONTROL_SLOW: the negative
 #         control, which must fail
-# on the jobs of tests/vm/_bench.sh: 4 KiB random first touch and steady
+# on the jobs of bench/vm/bench.sh: 4 KiB random first touch and steady
 # state at QD1 and QD32, 1 MiB sequential writes, a checkpoint under load.
 # The verdict is made on the host (tests/perf/gate, the vm-host-check):
 # per metric baseline, this tree, ratio, against bench/gate.conf's
@@ -17,11 +17,11 @@
 # vm-icount: 1
 # vm-host-check: tests/perf/gate
 # vm-timeout: 600
-# shellcheck source=tests/vm/lib.sh disable=SC1091
-. "$CHJ_ROOT/tests/vm/lib.sh"
+# shellcheck source=tests/vm/lib/lib.sh disable=SC1091
+. "$CHJ_ROOT/tests/vm/lib/lib.sh"
 
-# shellcheck source=tests/vm/_perf.sh
-. "$CHJ_ROOT/tests/vm/_perf.sh"
+# shellcheck source=tests/vm/lib/perf.sh
+. "$CHJ_ROOT/tests/vm/lib/perf.sh"
 BENCH_REPS=2
 BENCH_TARGETS="linear base cur aa slow"
 # make check's other kernels (CHJ_SHORT): the gate, the ratios to dm-linear

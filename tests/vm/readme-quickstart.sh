@@ -8,8 +8,8 @@
 # README cannot drift from what the tools do.
 # vm-disks: 32M 600M
 # vm-timeout: 120
-# shellcheck source=tests/vm/lib.sh disable=SC1091
-. "$CHJ_ROOT/tests/vm/lib.sh"
+# shellcheck source=tests/vm/lib/lib.sh disable=SC1091
+. "$CHJ_ROOT/tests/vm/lib/lib.sh"
 export PATH=$CHJ_ROOT/userspace:$PATH
 README=$CHJ_ROOT/README.md
 

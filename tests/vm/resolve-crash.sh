@@ -8,12 +8,12 @@
 # ranges cover every synced in-place write.
 # vm-disks: 64M 1G 64M 1G 64M 1G
 # vm-timeout: 300
-# shellcheck source=tests/vm/lib.sh disable=SC1091
-. "$CHJ_ROOT/tests/vm/lib.sh"
-# shellcheck source=tests/vm/_chj.sh disable=SC1091
-. "$CHJ_ROOT/tests/vm/_chj.sh"
-# shellcheck source=tests/vm/_resolve.sh disable=SC1091
-. "$CHJ_ROOT/tests/vm/_resolve.sh"
+# shellcheck source=tests/vm/lib/lib.sh disable=SC1091
+. "$CHJ_ROOT/tests/vm/lib/lib.sh"
+# shellcheck source=tests/vm/lib/chj.sh disable=SC1091
+. "$CHJ_ROOT/tests/vm/lib/chj.sh"
+# shellcheck source=tests/vm/lib/resolve.sh disable=SC1091
+. "$CHJ_ROOT/tests/vm/lib/resolve.sh"
 
 # A smaller workload: three filesystems in one test.
 export WL_SMALL=300 WL_IMAGE_MB=32

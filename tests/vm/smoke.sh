@@ -4,8 +4,8 @@
 # target's own tests.)
 # vm-mem: 1024
 # vm-timeout: 120
-# shellcheck source=tests/vm/lib.sh disable=SC1091
-. "$CHJ_ROOT/tests/vm/lib.sh"
+# shellcheck source=tests/vm/lib/lib.sh disable=SC1091
+. "$CHJ_ROOT/tests/vm/lib/lib.sh"
 
 log "module loaded: $CHJ_KO on $(uname -r)"
 [ -d /sys/module/dm_chj ] || fail "/sys/module/dm_chj missing"

@@ -4,10 +4,10 @@
 # chunk marks behind slow metadata and the cleaner writing thousands of
 # bitmap blocks in batches, synchronous writers at once, and 64 MiB chunks.
 # vm-timeout: 400
-# shellcheck source=tests/vm/lib.sh disable=SC1091
-. "$CHJ_ROOT/tests/vm/lib.sh"
-# shellcheck source=tests/vm/_chj.sh disable=SC1091
-. "$CHJ_ROOT/tests/vm/_chj.sh"
+# shellcheck source=tests/vm/lib/lib.sh disable=SC1091
+. "$CHJ_ROOT/tests/vm/lib/lib.sh"
+# shellcheck source=tests/vm/lib/chj.sh disable=SC1091
+. "$CHJ_ROOT/tests/vm/lib/chj.sh"
 CHJ=$CHJ_ROOT/userspace/chj
 
 TIB=$((1 << 31))	# sectors

@@ -2,10 +2,10 @@
 # dm-chj basics: format, marking, status, checkpoint, mark_all, discards,
 # table echo, and every bad table line refused with a clear error.
 # vm-timeout: 240
-# shellcheck source=tests/vm/lib.sh disable=SC1091
-. "$CHJ_ROOT/tests/vm/lib.sh"
-# shellcheck source=tests/vm/_chj.sh disable=SC1091
-. "$CHJ_ROOT/tests/vm/_chj.sh"
+# shellcheck source=tests/vm/lib/lib.sh disable=SC1091
+. "$CHJ_ROOT/tests/vm/lib/lib.sh"
+# shellcheck source=tests/vm/lib/chj.sh disable=SC1091
+. "$CHJ_ROOT/tests/vm/lib/chj.sh"
 
 brd_setup 4 65536
 S=$(sectors /dev/ram1)

@@ -4,10 +4,10 @@
 # kernel log), every write fails and reads keep working; a reload onto
 # writable metadata starts the epoch marked-all.
 # vm-timeout: 300
-# shellcheck source=tests/vm/lib.sh disable=SC1091
-. "$CHJ_ROOT/tests/vm/lib.sh"
-# shellcheck source=tests/vm/_chj.sh disable=SC1091
-. "$CHJ_ROOT/tests/vm/_chj.sh"
+# shellcheck source=tests/vm/lib/lib.sh disable=SC1091
+. "$CHJ_ROOT/tests/vm/lib/lib.sh"
+# shellcheck source=tests/vm/lib/chj.sh disable=SC1091
+. "$CHJ_ROOT/tests/vm/lib/chj.sh"
 
 brd_setup 2 65536
 MS=$(sectors /dev/ram0)

@@ -6,10 +6,10 @@
 # answers with no missed change (ground truth: origin copies taken right
 # after each checkpoint).
 # vm-timeout: 400
-# shellcheck source=tests/vm/lib.sh disable=SC1091
-. "$CHJ_ROOT/tests/vm/lib.sh"
-# shellcheck source=tests/vm/_chj.sh disable=SC1091
-. "$CHJ_ROOT/tests/vm/_chj.sh"
+# shellcheck source=tests/vm/lib/lib.sh disable=SC1091
+. "$CHJ_ROOT/tests/vm/lib/lib.sh"
+# shellcheck source=tests/vm/lib/chj.sh disable=SC1091
+. "$CHJ_ROOT/tests/vm/lib/chj.sh"
 CHJ=$CHJ_ROOT/userspace/chj
 COVER=$CHJ_ROOT/tests/tools/changes-cover
 

@@ -4,10 +4,10 @@
 # write racing the table swap is never issued unmarked.
 # vm-disks: 64M 256M
 # vm-timeout: 400
-# shellcheck source=tests/vm/lib.sh disable=SC1091
-. "$CHJ_ROOT/tests/vm/lib.sh"
-# shellcheck source=tests/vm/_chj.sh disable=SC1091
-. "$CHJ_ROOT/tests/vm/_chj.sh"
+# shellcheck source=tests/vm/lib/lib.sh disable=SC1091
+. "$CHJ_ROOT/tests/vm/lib/lib.sh"
+# shellcheck source=tests/vm/lib/chj.sh disable=SC1091
+. "$CHJ_ROOT/tests/vm/lib/chj.sh"
 
 META=/dev/vda ORIGIN=/dev/vdb
 LEN=$((100 << 11))	# 100 MiB: 25600 regions, one bitmap block

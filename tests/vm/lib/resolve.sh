@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # Helpers for the chj-resolve VM tests (resolve-*.sh), sourced after lib.sh
-# and _chj.sh.  resolve_truth_test runs the shared workload
+# and chj.sh.  resolve_truth_test runs the shared workload
 # (tests/resolve/workload.sh) on a filesystem over the real target and
 # checks chj-resolve's output against ground truth (tests/resolve/fstruth.py).
 

@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # Helpers for the dm-log-writes crash-point tests (crash-logwrites.sh,
-# _crash-logwrites-broken.sh), sourced after lib.sh and _chj.sh.
+# manual/crash-logwrites-broken.sh), sourced after lib.sh and chj.sh.
 #
 # The stack: /dev/ram0 under log-writes "lw" (log on /dev/ram1), split by
 # dm-linear into metadata "lwm" (LW_META_S sectors) and origin "lwo"

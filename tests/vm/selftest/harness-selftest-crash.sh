@@ -7,8 +7,8 @@
 # vm-disks: 64M 16M
 # vm-mem: 1024
 # vm-timeout: 120
-# shellcheck source=tests/vm/lib.sh disable=SC1091
-. "$CHJ_ROOT/tests/vm/lib.sh"
+# shellcheck source=tests/vm/lib/lib.sh disable=SC1091
+. "$CHJ_ROOT/tests/vm/lib/lib.sh"
 
 # draws: the first random bytes, a new filesystem's UUID, the clock.
 draws() {

@@ -6,11 +6,12 @@
 # vm-disks: 1G 64M
 # vm-timeout: 7200
 # vm-mem: 3072
-# shellcheck source=tests/vm/lib.sh disable=SC1091
-. "$CHJ_ROOT/tests/vm/lib.sh"
+# shellcheck source=tests/vm/lib/lib.sh disable=SC1091
+. "$CHJ_ROOT/tests/vm/lib/lib.sh"
 
 # Parameters: scripts/bench writes build/bench/params.env before it boots
-# the VM; bench-smoke.sh sets them itself (BENCH_SET=1).
+# the VM; the tests that source this script set them themselves (BENCH_SET=1):
+# tests/vm/bench-smoke.sh, and the perf gate's tests/vm/lib/perf.sh.
 if [ -z "${BENCH_SET:-}" ] && [ -f "$CHJ_ROOT/build/bench/params.env" ]; then
 	# shellcheck source=/dev/null
 	. "$CHJ_ROOT/build/bench/params.env"

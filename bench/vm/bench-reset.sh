@@ -25,10 +25,10 @@
 # vm-timeout: 1800
 # vm-boots: 40
 # vm-mem: 3072
-# shellcheck source=tests/vm/lib.sh disable=SC1091
-. "$CHJ_ROOT/tests/vm/lib.sh"
-# shellcheck source=tests/vm/_chj.sh disable=SC1091
-. "$CHJ_ROOT/tests/vm/_chj.sh"
+# shellcheck source=tests/vm/lib/lib.sh disable=SC1091
+. "$CHJ_ROOT/tests/vm/lib/lib.sh"
+# shellcheck source=tests/vm/lib/chj.sh disable=SC1091
+. "$CHJ_ROOT/tests/vm/lib/chj.sh"
 if [ -f "$CHJ_ROOT/build/bench/reset-params.env" ]; then
 	# shellcheck source=/dev/null
 	. "$CHJ_ROOT/build/bench/reset-params.env"

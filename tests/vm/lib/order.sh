@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # Issue-order tracing for VM tests (tests/order/order-check), sourced after
-# lib.sh and _chj.sh.  Block tracepoints with the counter clock give a total
+# lib.sh and chj.sh.  Block tracepoints with the counter clock give a total
 # order of every bio queued and completed on the chj device, its origin and
 # its metadata device; markers written to trace_marker tell the checker where
 # the checkpoints are.

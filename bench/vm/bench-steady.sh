@@ -7,11 +7,11 @@
 # ratio, too wide to place a 0.98 target).  If
 # build/ref-dm-chj.ko exists (another build of the module, for example
 # the previous commit's), it runs as a third target "ref".  Not part of
-# make check: run with scripts/vm-test _bench-steady and compare the
+# make check: run with scripts/vm-test bench-steady and compare the
 # per-repetition ratios printed at the end.
 # vm-timeout: 3600
-# shellcheck source=tests/vm/lib.sh disable=SC1091
-. "$CHJ_ROOT/tests/vm/lib.sh"
+# shellcheck source=tests/vm/lib/lib.sh disable=SC1091
+. "$CHJ_ROOT/tests/vm/lib/lib.sh"
 SIZE_MIB=1024
 NIOS=100000
 REF=$CHJ_ROOT/build/ref-dm-chj.ko

@@ -18,8 +18,8 @@
 # vm-disks: 12G 2G 12G
 # vm-timeout: 14400
 # vm-mem: 3072
-# shellcheck source=tests/vm/lib.sh disable=SC1091
-. "$CHJ_ROOT/tests/vm/lib.sh"
+# shellcheck source=tests/vm/lib/lib.sh disable=SC1091
+. "$CHJ_ROOT/tests/vm/lib/lib.sh"
 
 if [ -z "${BENCH_SET:-}" ] && [ -f "$CHJ_ROOT/build/bench/resolve-params.env" ]; then
 	# shellcheck source=/dev/null

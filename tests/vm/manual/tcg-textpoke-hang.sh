@@ -1,5 +1,5 @@
 #!/bin/bash
-# Not a test (make check skips names starting with "_"): a reproducer of
+# Not a test (tests/vm/manual/: make check does not run it): a reproducer of
 # the hang CI's order-controls met twice, in the stock kernel under QEMU's
 # multi-threaded TCG, with no dm-chj in the I/O path.  The block tracepoints
 # are enabled and disabled under random writes (fio, QD16, on brd); each
@@ -11,10 +11,10 @@
 # task waited in synchronize_srcu; soft lockups, then vm-timeout, with
 # the hang report and vm-cpu-dump saying so.  Expected to FAIL (time out);
 # a pass after many minutes says this QEMU no longer shows it.
-#   scripts/vm-test _tcg-textpoke-hang
+#   scripts/vm-test tcg-textpoke-hang
 # vm-timeout: 400
 # vm-mem: 1024
-. "$CHJ_ROOT/tests/vm/lib.sh"
+. "$CHJ_ROOT/tests/vm/lib/lib.sh"
 T=/sys/kernel/tracing
 mountpoint -q $T || mount -t tracefs nodev $T
 brd_setup 1 65536

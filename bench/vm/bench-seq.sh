@@ -2,8 +2,8 @@
 # Sequential 4 KiB O_DIRECT writes on a fresh epoch: dm-linear vs dm-chj
 # without and with mark_ahead, interleaved.  Not part of make check.
 # vm-timeout: 900
-# shellcheck source=tests/vm/lib.sh disable=SC1091
-. "$CHJ_ROOT/tests/vm/lib.sh"
+# shellcheck source=tests/vm/lib/lib.sh disable=SC1091
+. "$CHJ_ROOT/tests/vm/lib/lib.sh"
 brd_setup 2 $((256 << 10))
 S=$(sectors /dev/ram1)
 seqw() {

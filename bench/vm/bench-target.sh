@@ -2,10 +2,10 @@
 # Quick interleaved comparison of dm-linear, dm-chj and dm-era on brd RAM
 # disks: 4 KiB random O_DIRECT writes, first touch and steady state, QD1 and
 # QD32.  Not part of make check (timings under TCG are noisy): run with
-# scripts/vm-test _bench-target and read the ratios.
+# scripts/vm-test bench-target and read the ratios.
 # vm-timeout: 1500
-# shellcheck source=tests/vm/lib.sh disable=SC1091
-. "$CHJ_ROOT/tests/vm/lib.sh"
+# shellcheck source=tests/vm/lib/lib.sh disable=SC1091
+. "$CHJ_ROOT/tests/vm/lib/lib.sh"
 REPS=${REPS:-1}
 SIZE_MIB=512
 brd_setup 2 $((SIZE_MIB << 10))

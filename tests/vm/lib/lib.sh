@@ -1,8 +1,10 @@
 # shellcheck shell=bash
-# Helpers for VM tests (tests/vm/*.sh), which run as root in the guest under
+# Helpers for the VM scripts (tests/vm/*.sh and the others scripts/vm-test
+# runs: scripts/lib/vm-scripts.sh), which run as root in the guest under
 # bash with the harness's environment:
 #   CHJ_OUT   writable results dir (build/vm/NAME/out on the host)
-#   CHJ_ROOT  the repo (read-only), CHJ_TEST the test name
+#   CHJ_ROOT  the repo (read-only), CHJ_TEST the test name, CHJ_SCRIPT its
+#             script (a path in the repo)
 #   CHJ_BOOT  1 on the first boot, 2 after the first vm_crash, ...
 # The host's root is mounted read-only; /tmp, /var/tmp, /run, /dev/shm are
 # tmpfs.  There is no udev: DM_DISABLE_UDEV=1 is set, and dm nodes under

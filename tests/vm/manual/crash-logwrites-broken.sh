@@ -2,15 +2,15 @@
 # Manual check (not in make check): lw-replay catches deliberately broken
 # dm-chj builds on the real kernel stack, and passes this tree's dm-chj on
 # the same workload.  First: make -C tests/order (tests/order/build-broken-targets), then
-# scripts/vm-test _crash-logwrites-broken.
+# scripts/vm-test crash-logwrites-broken.
 # vm-timeout: 600
-# shellcheck source=tests/vm/lib.sh disable=SC1091
-. "$CHJ_ROOT/tests/vm/lib.sh"
-# shellcheck source=tests/vm/_chj.sh disable=SC1091
-. "$CHJ_ROOT/tests/vm/_chj.sh"
+# shellcheck source=tests/vm/lib/lib.sh disable=SC1091
+. "$CHJ_ROOT/tests/vm/lib/lib.sh"
+# shellcheck source=tests/vm/lib/chj.sh disable=SC1091
+. "$CHJ_ROOT/tests/vm/lib/chj.sh"
 LW_ORIG_S=$((64 << 11))
-# shellcheck source=tests/vm/_logwrites.sh disable=SC1091
-. "$CHJ_ROOT/tests/vm/_logwrites.sh"
+# shellcheck source=tests/vm/lib/logwrites.sh disable=SC1091
+. "$CHJ_ROOT/tests/vm/lib/logwrites.sh"
 
 BROKEN=$CHJ_ROOT/build/order-broken/$(uname -r)
 [ -f "$BROKEN/no-fua/dm-chj.ko" ] || fail "run make -C tests/order first"
