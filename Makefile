@@ -45,7 +45,7 @@ help:
 	@echo 'make deps         install build and test packages with apt-get'
 	@echo 'make check        checkpatch, sparse, unit tests, host tests, then every VM test; ends "N passed, N failed"'
 	@echo 'make check-long   make check with every VM test on every kernel, then check-intree'
-	@echo 'make check-unit   both tools' unit tests (plain, ASan+UBSan, valgrind), generator test, short libFuzzer runs'
+	@echo 'make check-unit   the unit tests of both tools (plain, ASan+UBSan, valgrind), generator test, short libFuzzer runs'
 	@echo 'make check-uapi   the userspace built against other UAPI headers (6.12, bookworm as released)'
 	@echo 'make check-host   chj-resolve against ground truth on loop devices (root)'
 	@echo 'make check-vm T=name   one VM script by name (tests/vm, tests/vm/selftest, tests/vm/manual, bench/vm); no T = all tests'
