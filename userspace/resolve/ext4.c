@@ -765,6 +765,33 @@ static void own_ea(struct e4 *c, struct owner *o, uint64_t blk)
 	free(b);
 }
 
+#ifdef CHJ_PERF_CONTROL_SLOW
+/*
+ * The perf gate's negative control only (tests/perf/build-resolver slow
+ * builds chj-resolve with -DCHJ_PERF_CONTROL_SLOW=N): N loop turns of extra
+ * work per inode the owner scan visits, about a tenth of the gate's
+ * resolver run, which the gate must catch.  Never defined in a real build.
+ * On x86 the loop is written out, two instructions a turn whatever the
+ * compiler (a C loop is the compiler's to unroll or drop: gcc 14 unrolled
+ * the module's by two, which halved its control).
+ */
+static __attribute__((noinline)) void perf_control_slow(void)
+{
+	unsigned int i = CHJ_PERF_CONTROL_SLOW;
+
+#if defined(__x86_64__) || defined(__i386__)
+	__asm__ __volatile__("1:\tdec %0\n\tjnz 1b" : "+r"(i) : : "cc");
+#else
+	for (; i; i--)
+		__asm__ __volatile__("" : : : "memory");
+#endif
+}
+#else
+static inline void perf_control_slow(void)
+{
+}
+#endif
+
 /* Claim the changed blocks an in-use inode owns. */
 static void own_inode(struct e4 *c, ext2_ino_t ino, struct ext2_inode *inode)
 {
@@ -772,6 +799,7 @@ static void own_inode(struct e4 *c, ext2_ino_t ino, struct ext2_inode *inode)
 	struct visit v = { own_ext, own_node, &o, 0, 0 };
 	blk64_t ea;
 
+	perf_control_slow();
 	o.ino = ino;
 	o.inode = inode;
 	o.special = skip_ino(c, ino);
