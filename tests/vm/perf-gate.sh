@@ -10,10 +10,18 @@
 #   slow  this tree's built with -DCHJ_PERF_CONTROL_SLOW: the negative
 #         control, which must fail
 # on the jobs of bench/vm/bench.sh: 4 KiB random first touch and steady
-# state at QD1 and QD32, 1 MiB sequential writes, a checkpoint under load.
+# state at QD1 and QD32, 1 MiB sequential writes, a checkpoint under load;
+# then chj-resolve's CPU on ext4 (tests/vm/lib/perf-resolve.sh) with the
+# same four builds of it: base (the baseline commit's), cur, aa, and slow
+# (this tree's with -DCHJ_PERF_CONTROL_SLOW=1200: 1200 turns of a
+# two-instruction asm loop per inode the ext4 owner scan visits, about
+# +10 % of the run, against an allowance of 5 %).
 # The verdict is made on the host (tests/perf/gate, the vm-host-check):
 # per metric baseline, this tree, ratio, against bench/gate.conf's
-# allowances.  The modules are built by tests/perf/build-modules (make).
+# allowances; the control must fail on the module's jobs and on the
+# resolver's, each.  The modules are built by tests/perf/build-modules,
+# the baseline's and the slowed chj-resolve by tests/perf/build-resolver
+# (make).
 # vm-icount: 1
 # vm-host-check: tests/perf/gate
 # vm-timeout: 600
