@@ -85,6 +85,13 @@ fi
 # tmpfs over /lib/modules/K/kernel in the overlay), so it indexes dm-chj's
 # alone; the modules dm-chj needs are loaded already (vm-guest).
 for k in $kver $k2; do mount -t tmpfs tmpfs "$R/lib/modules/$k/kernel"; done
+# The guest's system is the host's root, where chj-resolve may have run from
+# the tree (its caches in /var/cache/chj-resolve: seen after host runs of
+# chj-resolve-test): the purge removes that directory, rightly for the
+# package, so it would read as a system file deleted.  A system that never
+# had chj is what the packages are installed on: the directory is hidden
+# (a whiteout in the overlay, in the before list like the after's).
+rm -rf "$R/var/cache/chj-resolve"
 upper_list >"$OV/before"
 
 log "apt-get install ./chj_*.deb ./dm-chj-dkms_*.deb (offline)"
