@@ -143,7 +143,7 @@ chk_sqlite() {
 	local d
 	[ -f "$1/sqlite/app.db" ] || return 0
 	for d in "$1" ${2:+"$2"}; do
-		rm -rf /tmp/sqlchk && mkdir /tmp/sqlchk && cp -a "$d/sqlite/." /tmp/sqlchk/
+		rm -rf /tmp/sqlchk && cp_noatime "$d/sqlite" /tmp/sqlchk
 		assert_eq ok "$(sqlite3 /tmp/sqlchk/app.db 'PRAGMA integrity_check')" "integrity_check of $d"
 		sqlite3 /tmp/sqlchk/app.db 'SELECT count(*), sum(v) FROM t' >"/tmp/sqlsum-${d//\//_}"
 	done
@@ -230,7 +230,7 @@ wl_pg() {
 # start recovers, and writes), its pg_dump in /tmp/NAME.sql.
 pg_dump_of() {
 	local c=/tmp/pgcopy-$2 sock=/tmp/pg-sock-$2
-	rm -rf "$c" && cp -a "$1" "$c"
+	rm -rf "$c" && cp_noatime "$1" "$c"
 	rm -f "$c/postmaster.pid"	# the reset's: no server runs on the copy
 	pg_start "$c" "$sock"
 	# Less the \restrict lines, a random key per run (pg_dump 15.14 on).
