@@ -42,6 +42,15 @@ module_param(clean_interval_ms, uint, 0644);
 MODULE_PARM_DESC(clean_interval_ms,
 		 "How often the exact map is written and idle chunk marks are retired (milliseconds, 10 to 60000)");
 
+/*
+ * Carry the marked chunks into the new epoch at a checkpoint
+ * (chj_md_checkpoint()): on by default; off only to measure what it saves.
+ */
+static bool carry_marks = true;
+module_param(carry_marks, bool, 0644);
+MODULE_PARM_DESC(carry_marks,
+		 "At a checkpoint, the new epoch's superblock keeps the chunks marked in the closing one (default Y)");
+
 /* Default chunk: 4 MiB (docs/dm-chj.txt has the measurements). */
 #define CHJ_DEFAULT_CHUNK_SECTORS 8192u
 
@@ -463,7 +472,7 @@ static int checkpoint(struct chj_target *c, u64 *epoch)
 	int r;
 
 	drain_writes(c);
-	r = chj_md_checkpoint(c->md, epoch);
+	r = chj_md_checkpoint(c->md, READ_ONCE(carry_marks), epoch);
 	if (r)
 		enter_fail_mode(c, "checkpoint", r);
 	reopen_writes(c);
