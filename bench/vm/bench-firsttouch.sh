@@ -9,8 +9,8 @@
 #               allocation on any case's first write)
 #   fresh       dm-chj on freshly formatted metadata
 #   ckpt        dm-chj right after a checkpoint that ended an epoch of the
-#               same random writes (carry_marks=Y, the default)
-#   ckpt-nocarry  the same with carry_marks=N
+#               same random writes, with carry_marks=Y
+#   ckpt-nocarry  the same with carry_marks=N (the default)
 # Prints "RESULT rep=R case=C qd=Q iops=N" and, at the end, each case's
 # median over the rounds as a ratio to linear's.  Not part of make check
 # (timings under TCG are noisy, so only ratios from one interleaved run):
@@ -77,7 +77,7 @@ for rep in $(seq "$REPS"); do
 			echo "RESULT rep=$rep case=$case qd=$qd iops=$iops$stats"
 			all[$case.$qd]="${all[$case.$qd]:-} $iops"
 			dmsetup remove b
-			echo Y >$P
+			echo N >$P
 		done
 	done
 done
