@@ -77,10 +77,15 @@
  *   RETIRING  -> UNMARKED    same call: the chunk's blocks written, then a
  *                            superblock without it with PREFLUSH, so the
  *                            exact bits are durable before the mark goes
- *   MARKED    -> UNMARKED    chj_md_checkpoint(), lock, writes drained: the
- *                            new epoch's superblock has an empty intent map
+ *   MARKED    -> UNMARKED    chj_md_checkpoint(), lock, writes drained:
+ *                            the new epoch's superblock has an empty
+ *                            intent map (the default)
+ *   MARKED    (stays)        chj_md_checkpoint() with carry (the target's
+ *                            carry_marks=Y): the new epoch's superblock
+ *                            marks it; cmark and cactive kept
  *   cactive                  set lock-free by the fast path (set_bit);
- *                            emptied by each clean pass and a checkpoint
+ *                            emptied by each clean pass and by a
+ *                            checkpoint (not with carry)
  *   load                     a marked chunk read from disk (unclean stop)
  *                            becomes SET exact bits, written, and the
  *                            intent map is committed empty: UNMARKED
@@ -931,16 +936,24 @@ static int journal_write(struct chj_metadata *md, u64 nr_ext, u32 extra)
 /*
  * The record comes from the exact map in core, which holds every region
  * written in the epoch (writes are drained), so it is exact whatever the
- * bitmap blocks and intent map on disk hold.  The new epoch starts with an
- * empty intent map in the same superblock.
+ * bitmap blocks and intent map on disk hold.
+ *
+ * carry: the superblock that starts the new epoch marks the chunks that
+ * are MARKED now, and they stay MARKED, so the first writes to them after
+ * the checkpoint need no FUA write of their own: a workload keeps writing
+ * where it was writing.  That superblock is written anyway; the cost is
+ * the over-report of a crash before the cleaner retires the carried
+ * chunks that stay idle (one or two clean intervals, as for any mark).
+ * Without carry the new epoch starts with an empty intent map.
  */
-int chj_md_checkpoint(struct chj_metadata *md, u64 *new_epoch)
+int chj_md_checkpoint(struct chj_metadata *md, bool carry, u64 *new_epoch)
 {
 	u64 nr_ext = count_runs(md), need = chj_journal_blocks_for(nr_ext);
 	u64 jb = le64_to_cpu(md->sb.journal_blocks);
 	u32 coarse = le32_to_cpu(md->sb.flags) & CHJ_SB_F_COARSE;
 	u8 *old_intent = md->saved_intent;
 	struct chj_superblock sb;
+	unsigned long c;
 	int r;
 
 	r = journal_make_room(md, need);
@@ -961,7 +974,14 @@ int chj_md_checkpoint(struct chj_metadata *md, u64 *new_epoch)
 	sb.epoch_start_time = cpu_to_le64(ktime_get_real_seconds());
 	sb.flags &= ~cpu_to_le32(CHJ_SB_F_COARSE);
 	memcpy(old_intent, md->intent, sizeof(md->intent));
+	/*
+	 * The new intent map is cmark: a chunk left set in intent by a
+	 * failed commit (not MARKED) is not carried.
+	 */
 	memset(md->intent, 0, sizeof(md->intent));
+	if (carry)
+		for_each_set_bit(c, md->cmark, md->nr_chunks)
+			md->intent[c / 8] |= 1u << (c % 8);
 	r = sb_commit(md, &sb);
 	if (r) {
 		memcpy(md->intent, old_intent, sizeof(md->intent));
@@ -971,8 +991,14 @@ int chj_md_checkpoint(struct chj_metadata *md, u64 *new_epoch)
 	memset(md->bits, 0, md->bits_len);
 	memset(md->durable, 0, md->bits_len);
 	bitmap_zero(md->dirty, md->bitmap_blocks);
-	bitmap_zero(md->cmark, CHJ_MAX_CHUNKS);
-	bitmap_zero(md->cactive, CHJ_MAX_CHUNKS);
+	/*
+	 * Carried chunks keep cmark and cactive: those written since the last
+	 * clean pass survive the next one, the others are retired by it.
+	 */
+	if (!carry) {
+		bitmap_zero(md->cmark, CHJ_MAX_CHUNKS);
+		bitmap_zero(md->cactive, CHJ_MAX_CHUNKS);
+	}
 	percpu_counter_set(&md->marked, 0);	/* writes drained */
 	*new_epoch = md->cur_epoch;
 	return 0;

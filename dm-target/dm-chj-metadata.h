@@ -81,7 +81,7 @@ int chj_md_write_exact(struct chj_metadata *md);
 bool chj_md_needs_clean(struct chj_metadata *md);
 
 /* End the current epoch: journal its change set, switch the superblock. */
-int chj_md_checkpoint(struct chj_metadata *md, u64 *new_epoch);
+int chj_md_checkpoint(struct chj_metadata *md, bool carry, u64 *new_epoch);
 
 /* Mark every region in the current epoch, durably; writes drained. */
 int chj_md_mark_all(struct chj_metadata *md);

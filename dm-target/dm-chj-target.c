@@ -42,6 +42,18 @@ module_param(clean_interval_ms, uint, 0644);
 MODULE_PARM_DESC(clean_interval_ms,
 		 "How often the exact map is written and idle chunk marks are retired (milliseconds, 10 to 60000)");
 
+/*
+ * Carry the marked chunks into the new epoch at a checkpoint
+ * (chj_md_checkpoint()).  Off by default until tests/order/order-check
+ * reads superblock contents: it accepts as a chunk's mark only a
+ * superblock written after the chunk's first write in the epoch, so it
+ * cannot yet prove a carried mark.
+ */
+static bool carry_marks;
+module_param(carry_marks, bool, 0644);
+MODULE_PARM_DESC(carry_marks,
+		 "At a checkpoint, the new epoch's superblock keeps the chunks marked in the closing one (default N)");
+
 /* Default chunk: 4 MiB (docs/dm-chj.txt has the measurements). */
 #define CHJ_DEFAULT_CHUNK_SECTORS 8192u
 
@@ -463,7 +475,7 @@ static int checkpoint(struct chj_target *c, u64 *epoch)
 	int r;
 
 	drain_writes(c);
-	r = chj_md_checkpoint(c->md, epoch);
+	r = chj_md_checkpoint(c->md, READ_ONCE(carry_marks), epoch);
 	if (r)
 		enter_fail_mode(c, "checkpoint", r);
 	reopen_writes(c);

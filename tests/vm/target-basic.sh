@@ -107,6 +107,43 @@ assert_eq "0 258" "$(stat_of marked_chunks) $(st m marked)" "the idle chunk reti
 wr "$dev" 4100 4
 assert_eq "3 0" "$(stat_of commits) $(stat_of marked_chunks)" "a rewrite after the cleaner proved the bit: no mark"
 [ "$(stat_of chunk_retires)" -ge 3 ] || fail "retires counted: $(dmsetup message m 0 stats)"
+dmsetup remove m
+
+log "checkpoint: the marked chunks are carried into the new epoch (carry_marks)"
+# Still no clean pass between the writes (60 s): the checkpoint alone decides.
+echo 60000 >/sys/module/dm_chj/parameters/clean_interval_ms
+CARRY=/sys/module/dm_chj/parameters/carry_marks
+assert_eq N "$(cat $CARRY)" "carry_marks is off by default"
+echo Y >$CARRY
+dd if=/dev/zero of=/dev/ram3 bs=4096 count=2 oflag=direct status=none
+dev=$(dm_create m "$(chj_table /dev/ram3 /dev/ram1 8) 2 chunk_sectors 2048")
+wr "$dev" 4000 4
+wr "$dev" 8192 4
+cm=$(stat_of chunk_marks)
+assert_eq "2 2" "$cm $(stat_of marked_chunks)" "two chunks marked"
+dmsetup message m 0 checkpoint >/dev/null
+assert_eq "2 0" "$(stat_of marked_chunks) $(st m marked)" "checkpoint: both chunks carried, the new epoch's exact map empty"
+# On disk too: the superblock in force (the one the checkpoint wrote) marks them.
+assert_eq 2 "$("$CHJ_ROOT/userspace/chj" dump --json /dev/ram3 | sed -n 's/.*"marked_chunks": \([0-9]*\).*/\1/p')" \
+	"the new epoch's superblock on disk marks the carried chunks"
+deferred=$(stat_of deferred_bios)
+wr "$dev" 3100 4
+assert_eq "$cm $deferred 1" "$(stat_of chunk_marks) $(stat_of deferred_bios) $(st m marked)" \
+	"a new region in a carried chunk: no new mark, not deferred, counted in the new epoch"
+echo N >$CARRY
+dmsetup message m 0 checkpoint >/dev/null
+assert_eq 0 "$(stat_of marked_chunks)" "carry_marks=N: the new epoch starts with no chunk marked"
+wr "$dev" 3200 4
+assert_eq "$((cm + 1)) 1" "$(stat_of chunk_marks) $(stat_of marked_chunks)" "carry_marks=N: the chunk is marked again"
+# A carried chunk is retired as any other (here by a suspend; the cleaner
+# runs the same pass, and is armed 60 s ahead in this test).
+echo Y >$CARRY
+dmsetup message m 0 checkpoint >/dev/null
+assert_eq 1 "$(stat_of marked_chunks)" "carry_marks=Y again: the chunk carried"
+dmsetup suspend m
+dmsetup resume m
+assert_eq 0 "$(stat_of marked_chunks)" "a carried chunk retired (suspend)"
+echo N >$CARRY
 echo 1000 >/sys/module/dm_chj/parameters/clean_interval_ms
 dmsetup remove m
 must_refuse "mark_ahead too large" "$(chj_table /dev/ram3 /dev/ram1 8) 2 mark_ahead 40000" "mark_ahead takes"
