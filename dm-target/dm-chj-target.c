@@ -44,7 +44,7 @@ MODULE_PARM_DESC(clean_interval_ms,
 
 /*
  * Carry the marked chunks into the new epoch at a checkpoint
- * (chj_md_checkpoint()).  Off by default until tests/order/order-check
+ * (chj_md_checkpoint()).  Off by default until the write-order checker
  * reads superblock contents: it accepts as a chunk's mark only a
  * superblock written after the chunk's first write in the epoch, so it
  * cannot yet prove a carried mark.
