@@ -77,12 +77,12 @@
  *   RETIRING  -> UNMARKED    same call: the chunk's blocks written, then a
  *                            superblock without it with PREFLUSH, so the
  *                            exact bits are durable before the mark goes
- *   MARKED    -> UNMARKED    chj_md_checkpoint(), lock, writes drained:
- *                            the new epoch's superblock has an empty
- *                            intent map (the default)
  *   MARKED    (stays)        chj_md_checkpoint() with carry (the target's
- *                            carry_marks=Y): the new epoch's superblock
- *                            marks it; cmark and cactive kept
+ *                            carry_marks=Y, the default): the new epoch's
+ *                            superblock marks it; cmark and cactive kept
+ *   MARKED    -> UNMARKED    chj_md_checkpoint() without carry, lock,
+ *                            writes drained: the new epoch's superblock
+ *                            has an empty intent map
  *   cactive                  set lock-free by the fast path (set_bit);
  *                            emptied by each clean pass and by a
  *                            checkpoint (not with carry)

@@ -25,11 +25,7 @@
  * --model all|none|nofua.  See docs/testing.md, "Crash-consistency testing
  * with dm-log-writes", for the method and its limits.
  *
- * Log format (drivers/md/dm-log-writes.c): little-endian, in units of the
- * logged device's logical block size S.  Block 0: super {magic, version,
- * nr_entries, sectorsize}.  Then per entry one header block {sector,
- * nr_sectors, flags, data_len} (a mark's label follows the 32-byte header)
- * and nr_sectors blocks of data (none for discards and marks).
+ * The log is read with lwlog (lwlog.h: the format, the bounds checks).
  *
  * Exit status: 0 every crash point passed, 1 a violation (or chj rejected a
  * crash state), 2 usage, I/O or log format error.
@@ -53,16 +49,10 @@
 
 #include "bytes.h"
 #include "libchj.h"
+#include "lwlog.h"
 
 extern char **environ;
 
-#define LW_MAGIC	0x6a736677736872ULL
-#define LW_VERSION	1ULL
-#define LW_FLUSH	(1u << 0)
-#define LW_FUA		(1u << 1)
-#define LW_DISCARD	(1u << 2)
-#define LW_MARK		(1u << 3)
-#define LW_METADATA	(1u << 4)
 
 #define SECT		((uint64_t)512)
 #define MBLK		((uint64_t)4096)		/* metadata dirty-tracking granularity */
@@ -90,8 +80,7 @@ static struct {
 /* --------------------------------------------------------------- state -- */
 
 static int log_fd = -1;
-static uint32_t ss;			/* log sector size, bytes */
-static uint64_t nr_entries;
+static struct lwlog lw;
 static uint64_t origin_sectors, nr_regions, nr_words;
 static uint8_t *img;			/* the device, every write applied */
 static uint8_t *durable;		/* the metadata area of the crash state */
@@ -130,15 +119,6 @@ static struct {
 	uint64_t points, distinct, tracker_runs, lib_runs, cli_runs, points_changed, violations,
 		 not_retained, unformatted, max_differs, torn_points, torn_violations;
 } st;
-
-/* Per entry, for messages. */
-struct entry {
-	uint64_t idx;
-	uint64_t sector;	/* 512-byte units */
-	uint64_t nr;		/* 512-byte units */
-	uint64_t flags;
-	char label[256];
-};
 
 static char tmp_out[4096], tmp_err[4096];
 static int meta_fd = -1;		/* the crash state's metadata image file */
@@ -239,7 +219,7 @@ static const char *flags_str(uint64_t f, char *buf, size_t len)
 	return buf;
 }
 
-static const char *entry_str(const struct entry *e, char *buf, size_t len)
+static const char *entry_str(const struct lwlog_entry *e, char *buf, size_t len)
 {
 	char fl[64];
 
@@ -313,7 +293,7 @@ static void meta_flush(void)
 }
 
 /* The write is already applied to img. */
-static void meta_write(const struct entry *e)
+static void meta_write(const struct lwlog_entry *e)
 {
 	uint64_t off = e->sector * SECT, len = e->nr * SECT;
 	/* The weaker and broken models apply from the baseline on. */
@@ -369,7 +349,7 @@ static void set_differs(uint64_t r, bool d)
 }
 
 /* After a data entry touching regions [r0, r1] was applied. */
-static void update_differs(const struct entry *e, uint64_t r0, uint64_t r1)
+static void update_differs(const struct lwlog_entry *e, uint64_t r0, uint64_t r1)
 {
 	for (uint64_t r = r0; r <= r1; r++) {
 		bool d = bit_test(discarded, r) ||
@@ -451,7 +431,7 @@ static int range_cmp(const void *a, const void *b)
 	return x->s < y->s ? -1 : x->s > y->s;
 }
 
-static const struct entry *cur_entry;	/* for messages */
+static const struct lwlog_entry *cur_entry;	/* for messages */
 static const char *cur_point;
 /* Sectors of the write at the current point applied in a torn state, or 0. */
 static uint64_t torn_k;
@@ -708,7 +688,7 @@ static void print_summary(FILE *f)
 	fprintf(f, "log: %" PRIu64 " entries: %" PRIu64 " writes (%" PRIu64 " metadata, %"
 		PRIu64 " of them FUA; %" PRIu64 " origin, %" PRIu64 " FUA; %" PRIu64
 		" MiB), %" PRIu64 " flushes, %" PRIu64 " discards, %" PRIu64
-		" marks; baseline at entry %" PRIu64 "\n", nr_entries, st.writes,
+		" marks; baseline at entry %" PRIu64 "\n", lw.nr_entries, st.writes,
 		st.meta_writes, st.fua_meta, st.data_writes, st.fua_data, st.bytes >> 20,
 		st.flushes, st.discards, st.marks, baseline_entry);
 	fprintf(f, "model %s%s, since epoch %" PRIu64 ", %" PRIu32 "-sector regions: "
@@ -771,7 +751,7 @@ static void report_violation(uint64_t r, uint64_t count)
 	explain_metadata(os);
 }
 
-static void check_point(const char *why, const struct entry *e)
+static void check_point(const char *why, const struct lwlog_entry *e)
 {
 	uint64_t count = 0, first = 0;
 
@@ -840,7 +820,7 @@ static void durable_changed(uint64_t off, uint64_t len)
  * point: a crash can leave it torn.  Check the states where only its first
  * sector, half of it, or all but its last sector reached the disk.
  */
-static void check_torn(const struct entry *e, uint64_t pos)
+static void check_torn(const struct lwlog_entry *e, uint64_t pos)
 {
 	uint64_t ks[3] = { 1, e->nr / 2, e->nr - 1 }, prev = 0;
 	uint64_t off = e->sector * SECT, len = e->nr * SECT;
@@ -985,23 +965,17 @@ static void parse_args(int argc, char **argv)
 
 static void open_log(void)
 {
-	uint8_t sb[32];
-	uint64_t magic, version;
+	char err[256];
+	off_t size;
 
 	log_fd = open(opt.log, O_RDONLY | O_CLOEXEC);
 	if (log_fd < 0)
 		die("%s: %s", opt.log, strerror(errno));
-	xpread(log_fd, sb, sizeof(sb), 0, opt.log);
-	magic = le64(sb);
-	version = le64(sb + 8);
-	nr_entries = le64(sb + 16);
-	ss = le32(sb + 24);
-	if (magic != LW_MAGIC)
-		die("%s: not a dm-log-writes log (magic %#" PRIx64 ")", opt.log, magic);
-	if (version != LW_VERSION)
-		die("%s: unsupported log version %" PRIu64, opt.log, version);
-	if (ss < 512 || ss > 65536 || (ss & (ss - 1)))
-		die("%s: bad sector size %u", opt.log, ss);
+	size = lseek(log_fd, 0, SEEK_END);
+	if (size < 0)
+		die("%s: %s", opt.log, strerror(errno));
+	if (lwlog_open(&lw, lwlog_read_fd, &log_fd, (uint64_t)size, err, sizeof(err)))
+		die("%s: %s", opt.log, err);
 }
 
 static void setup(void)
@@ -1076,32 +1050,6 @@ static int open_meta_file(void)
 	return fd;
 }
 
-static void read_entry(uint64_t *pos, uint64_t idx, struct entry *e)
-{
-	static uint8_t *h;
-	uint64_t dlen, ratio = ss / SECT;
-
-	if (!h)
-		h = xcalloc(ss, 1);
-
-	xpread(log_fd, h, ss, *pos, opt.log);
-	e->idx = idx;
-	e->sector = le64(h) * ratio;
-	e->nr = le64(h + 8) * ratio;
-	e->flags = le64(h + 16);
-	dlen = le64(h + 24);
-	e->label[0] = 0;
-	if (e->flags & LW_MARK) {
-		size_t n = dlen < ss - 32 ? dlen : ss - 32;
-
-		if (n >= sizeof(e->label))
-			n = sizeof(e->label) - 1;
-		memcpy(e->label, h + 32, n);
-		e->label[n] = 0;
-	}
-	*pos += ss;
-}
-
 int main(int argc, char **argv)
 {
 	struct timespec t0, t1;
@@ -1118,12 +1066,18 @@ int main(int argc, char **argv)
 		baseline_entry = 0;
 	}
 
-	pos = ss;
-	for (uint64_t i = 0; i < nr_entries; i++) {
-		struct entry e;
-		uint64_t end;
+	for (;;) {
+		struct lwlog_entry e;
+		uint64_t end, i;
+		char err[256];
+		int got = lwlog_next(&lw, &e, err, sizeof(err));
 
-		read_entry(&pos, i, &e);
+		if (got < 0)
+			die("%s: %s", opt.log, err);
+		if (!got)
+			break;
+		i = e.idx;
+		pos = e.data_off;
 		if (e.flags & LW_MARK) {
 			st.marks++;
 			if (!baselined && !strcmp(e.label, opt.mark)) {
@@ -1195,10 +1149,9 @@ int main(int argc, char **argv)
 			if (baselined)
 				update_differs(&e, r0, r1);
 		}
-		pos += e.nr * SECT;
 	}
 	if (!baselined)
-		die("%s: no mark '%s' in %" PRIu64 " entries", opt.log, opt.mark, nr_entries);
+		die("%s: no mark '%s' in %" PRIu64 " entries", opt.log, opt.mark, lw.nr_entries);
 	check_point("end of log", NULL);
 
 	clock_gettime(CLOCK_MONOTONIC, &t1);

@@ -51,8 +51,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include "chj_format.h"
 #include "libchj.h"
+#include "lwlog.h"
 
 #define NONE UINT64_MAX
 
@@ -71,12 +75,24 @@ struct ev {
 	char mark[48];		/* EV_MARK: the text after "chj-order: " */
 };
 
+/*
+ * With --log: one superblock write as dm-log-writes logged it, its intent
+ * map (nr_chunks bits) and seq, matched to the trace's write by its rank
+ * among the writes to its slot.
+ */
+struct sb_content {
+	uint64_t seq, epoch;
+	bool fua, flush;	/* FUA; a flush logged since the previous one */
+	uint8_t *bits;
+};
+
 /* A bio being followed until it is durable (metadata) or done (origin). */
 struct tracked {
 	uint64_t qts, sector, done_ts, durable_ts;
 	uint32_t nr, done_sectors;
 	uint8_t op;
 	bool preflush, fua, is_sb, failed;
+	const struct sb_content *sbc;	/* with --log: what a superblock write wrote */
 	size_t next;		/* index of the next live one, for removal */
 };
 
@@ -99,6 +115,8 @@ static struct {
 	uint64_t region_sectors, nr_regions, bitmap_start, bitmap_blocks;
 	uint32_t mark_ahead;
 	bool fake_no_marks;
+	const char *log, *log_mark;
+	uint64_t log_meta_sector;
 	unsigned max_report;
 } cfg = { .max_report = 20 };
 
@@ -367,11 +385,149 @@ static bool is_sb_write(const struct ev *e)
 	return e->op == OP_WRITE && e->nr && e->sector < CHJ_SB_COPIES * CHJ_BLOCK_SECTORS;
 }
 
+/* ------------------------------------------- superblock contents (--log) -- */
+
+/*
+ * With --log, a dm-log-writes log of the metadata device recorded with the
+ * trace: the superblock writes are FUA and serial (dm-chj's one metadata
+ * writer, each waited for), so dm-log-writes logs them in the order they
+ * were queued, and the n-th write to a superblock block in the trace is the
+ * n-th one in the log since the mark the test wrote when the trace began.
+ * Each match is checked: the same FUA flag, a flush logged since the
+ * previous superblock write if this one has PREFLUSH (dm sends a PREFLUSH
+ * with data to its target as an empty flush, then the data), and seq one
+ * above the previous superblock write's.
+ */
+static struct sb_content *sbs[CHJ_SB_COPIES];	/* per block, in log order */
+static size_t nsbs[CHJ_SB_COPIES], sbcap[CHJ_SB_COPIES];
+static size_t sb_rank[CHJ_SB_COPIES];		/* matched so far per block */
+static size_t intent_bytes;
+static struct sb_content sb_start;		/* the last one before the mark */
+static const struct sb_content *sb_prev;	/* the last one queued */
+static const struct sb_content *sb_durable;	/* the last one durable */
+static uint64_t sb_durable_qts;
+static uint64_t sbs_matched;
+
+static void sb_decode(struct sb_content *c, const uint8_t *blk, unsigned slot,
+		      uint64_t flags, size_t n)
+{
+	const char *why;
+	struct chj_sb sb;
+
+	if (chj_sb_classify(blk, slot, meta_blocks, &why) != CHJ_SB_VALID)
+		die("%s: superblock write %zu to block %u: %s", cfg.log, n, slot, why);
+	chj_sb_decode((const void *)blk, &sb);
+	if (sb.version < 2 || sb.chunk_shift != chunk_shift || sb.nr_regions != cfg.nr_regions)
+		die("%s: superblock write %zu to block %u has another geometry or format"
+		    " (a resize or format change is not modelled)", cfg.log, n, slot);
+	c->seq = sb.seq;
+	c->epoch = sb.current_epoch;
+	c->fua = flags & LW_FUA;
+	c->flush = flags & LW_FLUSH;
+	c->bits = malloc(intent_bytes ? intent_bytes : 1);
+	if (!c->bits)
+		die("out of memory");
+	memcpy(c->bits, sb.intent, intent_bytes);
+}
+
+static void load_log(void)
+{
+	uint64_t lo = cfg.log_meta_sector, hi = lo + CHJ_SB_COPIES * CHJ_BLOCK_SECTORS;
+	static uint8_t blk[CHJ_BLOCK_SIZE];
+	bool on = false, before = false, flushed = false;
+	struct lwlog_entry e;
+	struct lwlog l;
+	char err[256];
+	off_t size;
+	int fd, r;
+
+	intent_bytes = (nr_chunks + 7) / 8;
+	fd = open(cfg.log, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || (size = lseek(fd, 0, SEEK_END)) < 0)
+		die("%s: %s", cfg.log, strerror(errno));
+	if (lwlog_open(&l, lwlog_read_fd, &fd, (uint64_t)size, err, sizeof(err)))
+		die("%s: %s", cfg.log, err);
+	while ((r = lwlog_next(&l, &e, err, sizeof(err))) == 1) {
+		unsigned slot;
+
+		if (e.flags & LW_MARK) {
+			if (!strcmp(e.label, cfg.log_mark)) {
+				if (on)
+					die("%s: two marks '%s'", cfg.log, cfg.log_mark);
+				on = true;
+			}
+			continue;
+		}
+		flushed |= (e.flags & LW_FLUSH) != 0;
+		if (!e.nr || (e.flags & LW_DISCARD) || e.sector >= hi || e.sector + e.nr <= lo)
+			continue;
+		if ((e.sector - lo) % CHJ_BLOCK_SECTORS || e.nr != CHJ_BLOCK_SECTORS || e.sector < lo)
+			die("%s: entry %" PRIu64 ": a write of %" PRIu64 "+%" PRIu64
+			    " is not one whole superblock block", cfg.log, e.idx, e.sector, e.nr);
+		slot = (unsigned)((e.sector - lo) / CHJ_BLOCK_SECTORS);
+		if (lwlog_read_fd(&fd, blk, sizeof(blk), e.data_off))
+			die("%s: %s", cfg.log, strerror(errno));
+		if (!on) {
+			free(sb_start.bits);
+			sb_decode(&sb_start, blk, slot, e.flags, 0);
+			before = true;
+		} else {
+			sbs[slot] = grow(sbs[slot], &sbcap[slot], nsbs[slot] + 1, sizeof(**sbs));
+			sb_decode(&sbs[slot][nsbs[slot]], blk, slot, e.flags, nsbs[slot]);
+			sbs[slot][nsbs[slot]++].flush = flushed;
+		}
+		flushed = false;
+	}
+	if (r < 0)
+		die("%s: %s", cfg.log, err);
+	if (!on)
+		die("%s: no mark '%s' (written when the trace began)", cfg.log, cfg.log_mark);
+	lwlog_close(&l);
+	close(fd);
+	/* The superblock in force when the trace began, if the log saw it. */
+	if (before) {
+		sb_prev = &sb_start;
+		sb_durable = &sb_start;
+	}
+}
+
+/* The logged contents of superblock write e, checked to belong to it. */
+static const struct sb_content *sb_match(const struct ev *e)
+{
+	const struct sb_content *c;
+	unsigned slot;
+
+	if (e->nr != CHJ_BLOCK_SECTORS || e->sector % CHJ_BLOCK_SECTORS)
+		die("superblock write %" PRIu64 "+%u queued at #%" PRIu64 ": not one whole block",
+		    e->sector, e->nr, e->ts);
+	slot = (unsigned)(e->sector / CHJ_BLOCK_SECTORS);
+	if (sb_rank[slot] >= nsbs[slot])
+		die("superblock write queued at #%" PRIu64 ": the log has only %zu to block %u"
+		    " (not the same run, or the log began late)", e->ts, nsbs[slot], slot);
+	c = &sbs[slot][sb_rank[slot]++];
+	if (c->fua != e->fua || (e->preflush && !c->flush))
+		die("superblock write queued at #%" PRIu64 " (%s%s) and the log's write %zu to"
+		    " block %u (%s%s) differ: the trace and the log are not aligned", e->ts,
+		    e->preflush ? "PREFLUSH " : "", e->fua ? "FUA" : "", sb_rank[slot] - 1, slot,
+		    c->flush ? "PREFLUSH " : "", c->fua ? "FUA" : "");
+	if (sb_prev && c->seq != sb_prev->seq + 1)
+		die("superblock write queued at #%" PRIu64 " wrote seq %" PRIu64 " after %" PRIu64
+		    ": the trace and the log are not aligned, or the writes were not serial",
+		    e->ts, c->seq, sb_prev->seq);
+	sbs_matched++;
+	return c;
+}
+
+static bool sb_marks(const struct sb_content *c, uint64_t chunk)
+{
+	return chj_intent_test(c->bits, chunk);
+}
+
 /* ------------------------------------------------------ device modelling -- */
 
 static struct dev_model meta_dm, origin_dm;
 
-static void track(struct dev_model *d, const struct ev *e)
+static struct tracked *track(struct dev_model *d, const struct ev *e)
 {
 	struct tracked *t;
 
@@ -385,6 +541,7 @@ static void track(struct dev_model *d, const struct ev *e)
 	t->preflush = e->preflush;
 	t->fua = e->fua;
 	t->is_sb = d == &meta_dm && is_sb_write(e);
+	return t;
 }
 
 static void durable(struct dev_model *d, struct tracked *t, uint64_t ts);
@@ -534,6 +691,7 @@ static void rq_issue(struct dev_model *d, const struct ev *e)
 static uint64_t epoch;		/* epochs begun inside the trace; 0 before */
 static uint64_t epoch_start;	/* ts the current epoch's superblock became durable */
 static uint64_t switch_sb_qts = NONE;	/* the pending epoch switch's sb write */
+static uint64_t epoch_sb_qts;		/* the current epoch's first sb write */
 static bool switching;
 static uint64_t premark_from = NONE;	/* a premark window is open since */
 
@@ -562,6 +720,10 @@ static void durable(struct dev_model *d, struct tracked *t, uint64_t ts)
 	if (d != &meta_dm)
 		return;
 	st.durable++;
+	if (t->is_sb && t->sbc && t->qts > sb_durable_qts && !cfg.fake_no_marks) {
+		sb_durable = t->sbc;
+		sb_durable_qts = t->qts;
+	}
 	if (t->is_sb && t->qts == switch_sb_qts) {
 		/* The superblock ending the epoch is durable: a new epoch. */
 		ncov = 0;
@@ -583,6 +745,7 @@ static void durable(struct dev_model *d, struct tracked *t, uint64_t ts)
 		}
 		st.epochs++;
 		epoch_start = ts;
+		epoch_sb_qts = t->qts;
 		switching = false;
 		switch_sb_qts = NONE;
 	}
@@ -646,6 +809,28 @@ static uint64_t match_incoming(const struct ev *o)
 	return ts;
 }
 
+/*
+ * With --log: every superblock a crash now could leave in force marks
+ * chunk c in this epoch: the last durable one (written in this epoch), and
+ * each written after it that has not failed, in flight or not yet durable.
+ */
+static bool sb_marks_now(uint64_t c)
+{
+	size_t i;
+
+	if (!sb_durable || sb_durable_qts < epoch_sb_qts || !sb_marks(sb_durable, c))
+		return false;
+	for (i = 0; i < meta_dm.n; i++)
+		if (meta_dm.t[i].is_sb && meta_dm.t[i].qts > sb_durable_qts &&
+		    !sb_marks(meta_dm.t[i].sbc, c))
+			return false;
+	for (i = 0; i < meta_dm.wn; i++)
+		if (meta_dm.w[i].is_sb && meta_dm.w[i].qts > sb_durable_qts &&
+		    !sb_marks(meta_dm.w[i].sbc, c))
+			return false;
+	return true;
+}
+
 static void origin_write(const struct ev *e)
 {
 	uint64_t r, r0 = e->sector / cfg.region_sectors;
@@ -687,6 +872,12 @@ static void origin_write(const struct ev *e)
 			/* A chunk mark follows the chunk's first need, not r's. */
 			uint64_t after = req;
 
+			/* With the contents: the superblocks that may be in force. */
+			if (i > 0 && cfg.log) {
+				ok |= i == 1 && sb_marks_now(r >> chunk_shift);
+				continue;
+			}
+
 			if (i > 0) {
 				uint64_t c = r >> chunk_shift;
 
@@ -706,7 +897,14 @@ static void origin_write(const struct ev *e)
 			ok_epoch[r] = (uint32_t)epoch;
 			cov = grow(cov, &covcap, ncov + 1, sizeof(*cov));
 			cov[ncov++] = (struct covered){ r, e->ts, req };
-		} else
+		} else if (cfg.log)
+			violation("origin write %" PRIu64 "+%u queued at #%" PRIu64
+				  " (region %" PRIu64 ", epoch %" PRIu64 "): no durable write of"
+				  " bitmap block %" PRIu64 " queued after #%" PRIu64 ", and a"
+				  " superblock that may be in force (seq %" PRIu64 " durable) does"
+				  " not mark chunk %" PRIu64, e->sector, e->nr, e->ts, r, epoch,
+				  blk[0], req, sb_durable ? sb_durable->seq : 0, r >> chunk_shift);
+		else
 			violation("origin write %" PRIu64 "+%u queued at #%" PRIu64
 				  " (region %" PRIu64 ", epoch %" PRIu64 "): no durable write of"
 				  " metadata block %" PRIu64 " queued after #%" PRIu64,
@@ -750,6 +948,44 @@ static void retire_check(uint64_t ts)
 			  PRIu64 " (origin write queued at #%" PRIu64 "), whose bitmap block %"
 			  PRIu64 " has no completed write queued after #%" PRIu64,
 			  ts, cov[i].r, cov[i].ots, b, cov[i].req);
+	}
+}
+
+/*
+ * With --log, superblock write e (contents now) queued: the chunks it
+ * unmarks, against the superblock written before it, are retired when it
+ * lands, so every region covered in the epoch in those chunks needs its
+ * exact bit durable by then: a write of its bitmap block queued after its
+ * incoming write, durable already, or completed before e's PREFLUSH.  The
+ * superblock that ends an epoch is not a retire (the drain rule covers it).
+ */
+static void retire_check_content(const struct ev *e, const struct sb_content *now,
+				 bool is_switch)
+{
+	const struct sb_content *prev = sb_prev;
+	bool cleared = false;
+
+	sb_prev = now;
+	if (is_switch || !prev || !epoch)
+		return;
+	for (size_t k = 0; k < intent_bytes; k++)
+		cleared |= (prev->bits[k] & ~now->bits[k]) != 0;
+	if (!cleared)
+		return;
+	st.retire_checks++;
+	for (size_t i = 0; i < ncov; i++) {
+		uint64_t b = cfg.bitmap_start + cov[i].r / CHJ_REGIONS_PER_BLOCK;
+		uint64_t c = cov[i].r >> chunk_shift;
+
+		if (!sb_marks(prev, c) || sb_marks(now, c))
+			continue;
+		if (b < meta_blocks && (maxq[b] > cov[i].req || (flushed_sb(e) && doneq[b] > cov[i].req)))
+			continue;
+		st.retire_violations++;
+		violation("superblock write queued at #%" PRIu64 " (seq %" PRIu64 ") retires chunk %"
+			  PRIu64 " of region %" PRIu64 " (origin write queued at #%" PRIu64
+			  "), whose bitmap block %" PRIu64 " has no write queued after #%" PRIu64
+			  " durable by then", e->ts, now->seq, c, cov[i].r, cov[i].ots, b, cov[i].req);
 	}
 }
 
@@ -812,12 +1048,18 @@ static void check_trace(void)
 		}
 		if (e->dev == cfg.meta) {
 			if (e->kind == EV_QUEUE) {
+				const struct sb_content *sbc = NULL;
+
 				if (e->op == OP_WRITE && e->nr)
 					st.meta_writes++;
 				if (cfg.version >= 2 && e->op == OP_WRITE && e->nr) {
 					uint64_t b = e->sector / CHJ_BLOCK_SECTORS;
 
-					if (is_sb_write(e)) {
+					if (is_sb_write(e) && cfg.log) {
+						sbc = sb_match(e);
+						retire_check_content(e, sbc, is_switch[i]);
+						pass_start = NONE;
+					} else if (is_sb_write(e)) {
 						/* Inside a checkpoint: journal room or the switch. */
 						if (flushed_sb(e) && !in_ckpt && epoch)
 							retire_check(e->ts);
@@ -842,7 +1084,7 @@ static void check_trace(void)
 					switching = true;
 				}
 				if (e->op != OP_READ)
-					track(&meta_dm, e);
+					track(&meta_dm, e)->sbc = sbc;
 			} else if (e->kind == EV_BIO_DONE && !meta_dm.rq_based) {
 				bio_done(&meta_dm, e);
 			} else if (e->kind == EV_RQ_ISSUE && meta_dm.rq_based) {
@@ -874,7 +1116,11 @@ static void usage(void)
 {
 	fputs("usage: order-check --chj MAJ,MIN --origin MAJ,MIN --meta MAJ,MIN --metadata PATH\n"
 	      "                   [--meta-write-through] [--origin-write-through]\n"
-	      "                   [--mark-ahead N] [--fake-no-marks] [--max-report N] [TRACE]\n"
+	      "                   [--mark-ahead N] [--fake-no-marks] [--max-report N]\n"
+	      "                   [--log LOG [--log-mark LABEL] [--log-meta-sector N]] [TRACE]\n"
+	      "--log: a dm-log-writes log of the metadata device, from the mark LABEL\n"
+	      "(default order-start) written when the trace began: the superblock\n"
+	      "writes' contents tell which chunks each one marks and retires.\n"
 	      "Checks dm-chj's write-ahead order in a block trace (counter clock); see the\n"
 	      "comment at the top of order-check.c and docs/testing.md.\n", stderr);
 	exit(2);
@@ -927,6 +1173,14 @@ int main(int argc, char **argv)
 		} else if (!strcmp(a, "--max-report") && v) {
 			if (chj_parse_u64(v, &n) || n > UINT_MAX) usage();
 			cfg.max_report = (unsigned)n; i++;
+		} else if (!strcmp(a, "--log") && v) {
+			cfg.log = v; i++;
+		} else if (!strcmp(a, "--log-mark") && v) {
+			cfg.log_mark = v; i++;
+		} else if (!strcmp(a, "--log-meta-sector") && v) {
+			if (chj_parse_u64(v, &cfg.log_meta_sector) || cfg.log_meta_sector > UINT64_MAX / 2)
+				usage();
+			i++;
 		} else if (!strcmp(a, "--fake-no-marks")) {
 			cfg.fake_no_marks = true;
 		} else if (a[0] == '-' && a[1]) {
@@ -950,6 +1204,13 @@ int main(int argc, char **argv)
 	chunk_shift = sb.version >= 2 ? sb.chunk_shift : 0;
 	nr_chunks = sb.version >= 2 ? chj_chunks_for(sb.nr_regions, chunk_shift) : 0;
 	meta_blocks = sb.metadata_blocks;
+	if (cfg.log) {
+		if (sb.version < 2)
+			die("--log: format %u has no intent map to read", sb.version);
+		if (!cfg.log_mark)
+			cfg.log_mark = "order-start";
+		load_log();
+	}
 
 	if (trace && !(f = fopen(trace, "r")))
 		die("%s: %s", trace, strerror(errno));
@@ -987,6 +1248,10 @@ int main(int argc, char **argv)
 	if (cfg.version >= 2)
 		printf("order-check: format %u: %" PRIu64 " superblock writes that may retire"
 		       " chunk marks checked\n", cfg.version, st.retire_checks);
+	if (cfg.log)
+		printf("order-check: superblock contents: %" PRIu64 " writes matched to the log"
+		       " (%zu and %zu logged to blocks 0 and 1 since the mark)\n", sbs_matched,
+		       nsbs[0], nsbs[1]);
 	if (switching)
 		die("the last epoch switch never became durable");
 	if (!st.epochs || !st.first_writes)

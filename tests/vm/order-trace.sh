@@ -35,13 +35,22 @@ fio_c() {
 		--randrepeat=0 --eta=never --output=/dev/null "$@" || fail "fio $name"
 }
 
-# up META ORIGIN RS: a chj device c; clears the metadata's first 4 MiB so
-# that it is formatted afresh.
+# up META ORIGIN RS: a chj device c over dm-log-writes on META (its log on
+# /dev/ram2: the superblock writes' contents, order-check --log); clears the
+# metadata's first 4 MiB so that it is formatted afresh; then the trace
+# begins, before anything writes to c.
 up() {
 	dd if=/dev/zero of="$1" bs=1M count=4 oflag=direct status=none
-	dm_create c "$(chj_table "$1" "$2" "$3")" >/dev/null
+	order_log_up "$1" /dev/ram2
+	dm_create c "$(chj_table "$ORDER_LW" "$2" "$3")" >/dev/null
+	order_start c
 }
-down() { dmsetup remove c; }
+# down: the trace stopped, c and the log removed (the log complete).
+down() {
+	order_stop $TRACE
+	dmsetup remove c
+	order_log_down
+}
 
 # n COUNT: COUNT scaled by $SCALE percent (slow metadata runs fewer writes).
 n() { echo $(($1 * SCALE / 100)); }
@@ -120,7 +129,7 @@ check_trace() {
 
 main() {
 	FIRST=0 DISCARDS=0 RETIRES=0
-	brd_setup 2 $((ORIG_MIB * 1024))
+	brd_setup 3 $((ORIG_MIB * 1024))	# ram2: the log
 	dm_create md1 "0 $(sectors /dev/ram1) delay /dev/ram1 0 0 /dev/ram1 0 1" >/dev/null
 	dm_create md5 "0 $(sectors /dev/ram1) delay /dev/ram1 0 0 /dev/ram1 0 5" >/dev/null
 	# Raw workloads: metadata on a RAM disk, behind 5 ms of write delay
@@ -131,11 +140,9 @@ main() {
 		read -r what meta ORIGIN rs SCALE <<<"$spec"
 		log "=== raw: metadata on $what ($meta), origin $ORIGIN, region size $rs sectors"
 		up "$meta" "$ORIGIN" "$rs"
-		order_start c
 		raw_workloads
-		order_stop $TRACE
-		check_trace "raw-$what" "$meta"
 		down
+		check_trace "raw-$what" "$meta"
 	done
 	[ $DISCARDS -gt 0 ] || fail "no origin took discards: the discard workload never ran"
 	# Filesystems: ext4 on both kinds of metadata, XFS and btrfs on brd.
@@ -150,12 +157,10 @@ main() {
 		btrfs) mkfs.btrfs -q -f /dev/mapper/c ;;
 		esac
 		mount -t "$fs" /dev/mapper/c $MNT
-		order_start c
 		fs_workload $MNT
 		umount $MNT
-		order_stop $TRACE
-		check_trace "$fs-$what" "$meta"
 		down
+		check_trace "$fs-$what" "$meta"
 	done
 	log "$FIRST first writes checked in all, $RETIRES retire points, 0 violations ($(elapsed))"
 	[ "$RETIRES" -gt 0 ] || fail "no trace held a chunk mark retire"

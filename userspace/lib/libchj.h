@@ -181,6 +181,12 @@ struct chj_sb_copies {
 	struct chj_sb sb[CHJ_SB_COPIES];	/* decoded when readable */
 	int best;			/* index of the copy in use, or -1 */
 };
+/*
+ * Classify a superblock block (CHJ_BLOCK_SIZE bytes) read from block idx
+ * of a metadata device of dev_blocks blocks; why says what is wrong.
+ */
+enum chj_sb_state chj_sb_classify(const void *block, unsigned idx,
+				  uint64_t dev_blocks, const char **why);
 /* Read both copies and pick the valid one with the highest seq. */
 int chj_sb_read_copies(struct chj_meta *m, struct chj_sb_copies *c,
 		       struct chj_error *e);

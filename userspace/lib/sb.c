@@ -144,10 +144,11 @@ static int all_zero(const void *p, size_t n)
 	return 1;
 }
 
-/* Classify one copy read from block idx. */
-static enum chj_sb_state classify(const struct chj_superblock *r, unsigned idx,
+enum chj_sb_state chj_sb_classify(const void *block, unsigned idx,
 				  uint64_t dev_blocks, const char **why)
 {
+	const struct chj_superblock *r = block;
+
 	*why = NULL;
 	if (all_zero(r, CHJ_BLOCK_SIZE)) {
 		*why = "never written";
@@ -199,7 +200,7 @@ int chj_sb_read_copies(struct chj_meta *m, struct chj_sb_copies *c,
 		const struct chj_superblock *r =
 			(const void *)(buf + i * CHJ_BLOCK_SIZE);
 
-		c->state[i] = classify(r, i, m->dev_blocks, &c->why[i]);
+		c->state[i] = chj_sb_classify(r, i, m->dev_blocks, &c->why[i]);
 		chj_sb_decode(r, &c->sb[i]);
 		c->sb[i].copy = i;
 		if (c->state[i] == CHJ_SB_VALID &&

@@ -13,6 +13,12 @@
 #   order_stop FILE       stop, refuse a trace that lost events, save it
 #                         (the events stay enabled, tracing off: order_start)
 #   order_check NAME METADATA_PATH FILE [order-check options]
+#   order_log_up META LOG  dm-log-writes "olw" over the metadata device META,
+#                         logging to LOG; chj's table names ORDER_LW.
+#                         order_start marks the log, order_check passes it
+#                         (--log: the superblock writes' contents)
+#   order_log_down        after chj is removed: refuse a log that stopped
+#                         logging, remove olw (its log is then complete)
 ORDER_T=/sys/kernel/tracing
 ORDER_CHECK=$CHJ_ROOT/tests/order/order-check
 ORDER_BUF_KB=${ORDER_BUF_KB:-65536}
@@ -24,7 +30,22 @@ ORDER_EVENTS="block_bio_queue block_bio_complete block_rq_issue block_rq_complet
 # Every process costs 50-65 ms under TCG (a dmsetup, a grep): these helpers
 # read sysfs with bash's own read where they can, and order_start keeps the
 # devices it traced for order_check.
-ORDER_NAME='' ORDER_DEVS=''
+ORDER_NAME='' ORDER_DEVS='' ORDER_WC=() ORDER_LOG='' ORDER_LW=''
+
+order_log_up() {
+	# A stale log's super must not be read as this one's.
+	dd if=/dev/zero of="$2" bs=1M count=1 oflag=direct status=none
+	# shellcheck disable=SC2034 # for the tests' tables
+	ORDER_LW=$(dm_create olw "0 $(sectors "$1") log-writes $1 $2")
+	ORDER_LOG=$2
+}
+
+order_log_down() {
+	local st
+	st=$(dmsetup status olw) || fail "no olw device"
+	[[ $st != *logging_disabled* ]] || fail "dm-log-writes stopped logging (log device $ORDER_LOG full?)"
+	dmsetup remove olw
+}
 
 # _order_devs NAME: "CHJ META ORIGIN" as MAJ:MIN from the live table.
 _order_devs() {
@@ -49,6 +70,12 @@ order_start() {
 	ORDER_DEVS=$(_order_devs "$1")
 	ORDER_NAME=$1
 	read -ra devs <<<"$ORDER_DEVS"
+	# The cache modes, for order_check (the devices may be gone by then).
+	ORDER_WC=()
+	read -r e <"/sys/dev/block/${devs[1]}/queue/write_cache"
+	[ "$e" != "write through" ] || ORDER_WC+=(--meta-write-through)
+	read -r e <"/sys/dev/block/${devs[2]}/queue/write_cache"
+	[ "$e" != "write through" ] || ORDER_WC+=(--origin-write-through)
 	for d in "${devs[@]}"; do
 		filter="${filter:+$filter || }dev == $(_order_kdev "$d")"
 	done
@@ -73,6 +100,9 @@ order_start() {
 	done
 	: >$ORDER_T/trace
 	echo 1 >$ORDER_T/tracing_on
+	# The log's entries from here on are the trace's: chj is idle now
+	# (no superblock write in flight), so none straddles the mark.
+	if [ -n "$ORDER_LOG" ]; then dmsetup message olw 0 mark order-start || fail "log mark"; fi
 }
 
 order_mark() { echo "chj-order: $*" >$ORDER_T/trace_marker; }
@@ -107,20 +137,14 @@ order_stop() {
 }
 
 # order_check NAME METADATA FILE [options]: run the checker on a saved trace
-# (of NAME's devices as order_start found them, if it traced NAME last);
-# the metadata device's cache mode comes from sysfs.
+# of NAME's devices as order_start found them (it traced NAME last), with
+# their cache modes then, and the log if order_log_up made one.
 order_check() {
-	local name=$1 meta_path=$2 file=$3 devs opts=() mode
+	local name=$1 meta_path=$2 file=$3 devs opts=("${ORDER_WC[@]}")
 	shift 3
-	if [ "$name" = "$ORDER_NAME" ]; then
-		read -ra devs <<<"$ORDER_DEVS"
-	else
-		read -ra devs <<<"$(_order_devs "$name")"
-	fi
-	read -r mode <"/sys/dev/block/${devs[1]}/queue/write_cache"
-	[ "$mode" != "write through" ] || opts+=(--meta-write-through)
-	read -r mode <"/sys/dev/block/${devs[2]}/queue/write_cache"
-	[ "$mode" != "write through" ] || opts+=(--origin-write-through)
+	[ "$name" = "$ORDER_NAME" ] || fail "order_check $name: the last trace was of $ORDER_NAME"
+	read -ra devs <<<"$ORDER_DEVS"
+	[ -z "$ORDER_LOG" ] || opts+=(--log "$ORDER_LOG")
 	"$ORDER_CHECK" --chj "${devs[0]}" --meta "${devs[1]}" --origin "${devs[2]}" \
 		--metadata "$meta_path" "${opts[@]}" "$@" "$file"
 }
