@@ -24,9 +24,24 @@
  * Which metadata blocks mark a region comes from the format (marks_of()):
  * format 1 has one bitmap block per CHJ_REGIONS_PER_BLOCK regions; format 2
  * adds the superblock blocks, whose intent map marks the region's chunk.
- * The checker sees no contents, so any durable superblock write queued
- * after the chunk's first incoming write in the epoch counts as the mark
- * (a chunk is marked once and covers its later writes).  After a flushed
+ *
+ * With --log (the VM tests' way), the superblock writes' contents come
+ * from a dm-log-writes log of the metadata device (sb_match() says how a
+ * logged write is matched to the trace's), and format 2's rules are read
+ * from them: a first write may pass on its chunk only if every superblock
+ * a crash could leave in force marks the chunk -- the last durable one,
+ * written in this epoch (the checkpoint's own, which may carry the chunk),
+ * and every later one not yet durable (sb_marks_now()); and a superblock
+ * write that unmarks a chunk, against the one before it, retires it, so
+ * every region written under the chunk in the epoch needs its exact bit
+ * durable when it lands (retire_check_content()).  The bitmap blocks'
+ * contents are not read: a write of one queued after a region's incoming
+ * write counts as holding its bit.
+ *
+ * Without --log the checker sees no contents, so any durable superblock
+ * write queued after the chunk's first incoming write in the epoch counts
+ * as the mark (a chunk is marked once and covers its later writes), and a
+ * carried mark is refused.  After a flushed
  * superblock write that may have retired it, a chunk needs a new mark for
  * its next write when no write came to it over the last two such writes
  * (dm-chj retires chunks idle for a whole clean pass; a chunk retired while
@@ -998,6 +1013,9 @@ static void find_switches(bool *is_switch)
 	size_t i, last = SIZE_MAX;
 	bool in = false;
 
+	size_t rank[CHJ_SB_COPIES] = { 0 };
+	uint64_t prev_epoch = sb_prev ? sb_prev->epoch : 0;
+
 	for (i = 0; i < nevs; i++) {
 		struct ev *e = &evs[i];
 
@@ -1013,8 +1031,28 @@ static void find_switches(bool *is_switch)
 				die("no superblock write in the checkpoint window ending at #%" PRIu64, e->ts);
 			is_switch[last] = true;
 			in = false;
-		} else if (in && e->kind == EV_QUEUE && e->dev == cfg.meta && is_sb_write(e) &&
-			   (cfg.version < 2 || flushed_sb(e))) {
+		} else if (cfg.log && e->kind == EV_QUEUE && e->dev == cfg.meta && is_sb_write(e)) {
+			/*
+			 * With contents: the superblock whose epoch is one above
+			 * the last one's (a clean pass may commit a flushed one
+			 * after it in the window).  sb_match() checks the rest.
+			 */
+			unsigned slot = (unsigned)(e->sector / CHJ_BLOCK_SECTORS) & 1;
+			const struct sb_content *c;
+
+			if (rank[slot] >= nsbs[slot])
+				continue;
+			c = &sbs[slot][rank[slot]++];
+			if (prev_epoch && c->epoch != prev_epoch) {
+				if (!in || last != SIZE_MAX || c->epoch != prev_epoch + 1)
+					die("superblock write queued at #%" PRIu64 " begins epoch %" PRIu64
+					    " after %" PRIu64 ", not once in a checkpoint window", e->ts,
+					    c->epoch, prev_epoch);
+				last = i;
+			}
+			prev_epoch = c->epoch;
+		} else if (!cfg.log && in && e->kind == EV_QUEUE && e->dev == cfg.meta &&
+			   is_sb_write(e) && (cfg.version < 2 || flushed_sb(e))) {
 			/* Format 2 marks chunks with FUA alone, after the switch too. */
 			last = i;
 		}

@@ -154,6 +154,52 @@ expect pass "format 2: exact bits written, then flushed: no chunk mark needed" "
 { ckptwb 10; q 20 $C W 0 8; q 21 $M WS 16 8; ri 22 $M WS 16 8; q 24 $M FWS 0 0; ri 25 $M FF 0 0;
   rc 26 $M FF 18446744073709551615 0; rc 27 $M WS 16 8; q 28 $O W 0 8; } >"$tmp/trace"
 expect fail "format 2: exact bits flushed by a flush issued before their write completed" "no durable write of metadata block"
+# --log: the superblock writes' contents (tests/order/mklog.py writes the
+# log: sb:SEQ:EPOCH:CHUNKS; chj format leaves seq 1 of epoch 1 in force,
+# logged before the mark, so seq 2 goes to block 0).  The trace's
+# checkpoint writes seq 2, epoch 2; a PREFLUSH reaches dm-log-writes as an
+# empty flush before the data.
+lg() { python3 "$here/mklog.py" "$tmp/meta.img" "$tmp/log" sb:1:1:-:fua mark:order-start "$@"; }
+LOG="--log $tmp/log"
+ck2() { mk 10 "checkpoint begin"; q 11 $M FWFSM 0 8; bc 12 $M FWFSM 0 8; mk 13 "checkpoint end"; }
+{ ck2; q 20 $C W 0 8; q 21 $M WFS 8 8; bc 22 $M WFS 8 8; q 23 $O W 0 8; } >"$tmp/trace"
+lg flush sb:2:2:-:fua sb:3:2:0:fua
+expect pass "contents: the chunk's mark durable, then data" "" $WT $LOG
+lg flush sb:2:2:-:fua sb:3:2:1:fua
+expect fail "contents: the superblock written for the write marks another chunk" "does not mark chunk 0" $WT $LOG
+expect pass "the same without contents (the old rule cannot tell)" "" $WT
+lg flush sb:2:2:-:fua sb:5:2:0:fua
+expect fail "contents: a log that does not follow the trace" "not aligned" $WT $LOG
+lg flush sb:2:2:-:fua
+expect fail "contents: a log with fewer superblock writes than the trace" "the log has only 0" $WT $LOG
+{ ck2; q 20 $C W 0 8; q 23 $O W 0 8; } >"$tmp/trace"
+lg flush sb:2:2:0:fua
+expect pass "contents: a chunk carried by the checkpoint's superblock" "" $WT $LOG
+expect fail "the same without contents (the old rule refuses a carried mark)" "no durable write of metadata block" $WT
+{ ck2; q 20 $M FWFSM 8 8; q 21 $C W 0 8; q 23 $O W 0 8; bc 30 $M FWFSM 8 8; } >"$tmp/trace"
+lg flush sb:2:2:0:fua flush sb:3:2:-:fua
+expect fail "contents: a superblock in flight unmarks the chunk" "does not mark chunk 0" $WT $LOG
+{ ck2; q 20 $C W 0 8; q 21 $M WFS 8 8; bc 22 $M WFS 8 8; q 23 $O W 0 8; bc 24 $O W 0 8;
+  q 30 $M FWFSM 0 8; bc 31 $M FWFSM 0 8; } >"$tmp/trace"
+lg flush sb:2:2:-:fua sb:3:2:0:fua flush sb:4:2:-:fua
+expect fail "contents: a chunk retired before its exact bits were written" "retires chunk 0" $WT $LOG
+{ ck2; q 20 $C W 0 8; q 21 $M WFS 8 8; bc 22 $M WFS 8 8; q 23 $O W 0 8; bc 24 $O W 0 8;
+  q 26 $M WS 16 8; bc 27 $M WS 16 8; q 30 $M FWFSM 0 8; bc 31 $M FWFSM 0 8; } >"$tmp/trace"
+expect pass "contents: exact bits written, then the chunk retired" "" $WT $LOG
+lg flush sb:2:2:-:fua sb:3:2:0:fua flush sb:4:2:0:fua
+{ ck2; q 20 $C W 0 8; q 21 $M WFS 8 8; bc 22 $M WFS 8 8; q 23 $O W 0 8; bc 24 $O W 0 8;
+  q 30 $M FWFSM 0 8; bc 31 $M FWFSM 0 8; } >"$tmp/trace"
+expect pass "contents: a flushed superblock that keeps the chunk retires nothing" "" $WT $LOG
+{ mk 10 "checkpoint begin"; q 11 $M FWFSM 0 8; bc 12 $M FWFSM 0 8; q 14 $C W 0 8; q 15 $O W 0 8;
+  q 16 $M FWFSM 8 8; bc 17 $M FWFSM 8 8; mk 18 "checkpoint end"; bc 19 $O W 0 8; } >"$tmp/trace"
+lg flush sb:2:2:0:fua flush sb:3:2:0:fua
+expect pass "contents: the switch is the superblock that begins the epoch, not a later flushed one" "" $WT $LOG
+{ ck2; q 30 $M FWFSM 8 8; bc 31 $M FWFSM 8 8; } >"$tmp/trace"
+lg flush sb:2:2:-:fua flush sb:3:3:-:fua
+expect fail "contents: an epoch begun outside a checkpoint window" "not once in a checkpoint window" $WT $LOG
+head -c 4096 /dev/zero >"$tmp/log"
+expect fail "contents: not a dm-log-writes log" "not a dm-log-writes log" $WT $LOG
+
 # Numbers are whole numbers (libchj's chj_parse_u64): a usage error (2), not 5.
 for bad in 5x "" -1 99999999999; do
 	rc=0
