@@ -65,7 +65,11 @@
  *   MARKED       1      1     0    goes (cactive set on the way)
  *   RETIRING     1      0     0    deferred: exact bits being written
  *
- *   UNMARKED  -> WANTED      chj_md_want(), worker, lock (__set_bit)
+ *   UNMARKED  -> WANTED      chj_md_want(), worker, lock (__set_bit);
+ *                            or chj_md_commit_marks(), lock, for the rest
+ *                            of a wanted chunk's group once CHJ_GROUP_AFTER
+ *                            chunks were marked since the last clean pass
+ *                            (mark groups: want_groups())
  *   WANTED    -> COMMITTING  chj_md_commit_marks(), lock: intent set in
  *                            core, superblock written with FUA, no flush
  *   COMMITTING-> MARKED      same call, after the FUA write completed:
@@ -131,6 +135,13 @@
 
 #define DM_MSG_PREFIX "chj"
 
+/*
+ * Chunks a clean interval marks one by one before its commits mark whole
+ * groups: a workload touching fewer new chunks than this per pass keeps
+ * exact chunk marks (and a crash's over-report of one chunk per mark).
+ */
+#define CHJ_GROUP_AFTER 16
+
 /* Block buffers for batched metadata I/O. */
 #define CHJ_BATCH 64
 
@@ -175,6 +186,7 @@ struct chj_metadata {
 	DECLARE_BITMAP(cmark, CHJ_MAX_CHUNKS);
 	DECLARE_BITMAP(cactive, CHJ_MAX_CHUNKS);
 	DECLARE_BITMAP(cwant, CHJ_MAX_CHUNKS);
+	u64 marks_since_clean;	/* chunks marked since the last clean pass */
 	/* Scratch for chj_md_clean() and chj_md_checkpoint() (under lock). */
 	DECLARE_BITMAP(retire, CHJ_MAX_CHUNKS);
 	u8 saved_intent[CHJ_INTENT_BYTES];
@@ -534,7 +546,26 @@ void chj_md_want(struct chj_metadata *md, u64 first, u64 last)
 			__set_bit(c, md->cwant);
 }
 
-int chj_md_commit_marks(struct chj_metadata *md)
+/*
+ * Mark groups, with the lock: every wanted chunk brings the unmarked rest
+ * of its aligned group.  The ones no write reaches are not cactive, so the
+ * next clean pass retires them; a crash before counts them whole.  Bits
+ * set here are at or after c in its group, or before it in the same group
+ * (the loop may visit the former; the group is the same).
+ */
+static void want_groups(struct chj_metadata *md, unsigned int group)
+{
+	unsigned long c, g, g1;
+
+	for_each_set_bit(c, md->cwant, md->nr_chunks) {
+		g1 = min_t(unsigned long, c - c % group + group, md->nr_chunks);
+		for (g = c - c % group; g < g1; g++)
+			if (!test_bit(g, md->cmark))
+				__set_bit(g, md->cwant);
+	}
+}
+
+int chj_md_commit_marks(struct chj_metadata *md, unsigned int group)
 {
 	struct chj_superblock sb = md->sb;
 	unsigned long c;
@@ -543,6 +574,8 @@ int chj_md_commit_marks(struct chj_metadata *md)
 
 	if (bitmap_empty(md->cwant, md->nr_chunks))
 		return 0;
+	if (group > 1 && md->marks_since_clean >= CHJ_GROUP_AFTER)
+		want_groups(md, group);
 	/* A chunk may be marked on disk still, as it is being retired. */
 	for_each_set_bit(c, md->cwant, md->nr_chunks) {
 		if (!chj_intent_test(md->intent, c))
@@ -558,6 +591,7 @@ int chj_md_commit_marks(struct chj_metadata *md)
 	for_each_set_bit(c, md->cwant, md->nr_chunks)
 		set_bit(c, md->cmark);
 	bitmap_zero(md->cwant, CHJ_MAX_CHUNKS);
+	md->marks_since_clean += n;
 	WRITE_ONCE(md->chunk_marks, md->chunk_marks + n);
 	return 0;
 }
@@ -698,6 +732,7 @@ int chj_md_clean(struct chj_metadata *md, bool all)
 	u64 n = 0;
 	int r;
 
+	md->marks_since_clean = 0;
 	if (all)
 		bitmap_copy(retire, md->cmark, md->nr_chunks);
 	else

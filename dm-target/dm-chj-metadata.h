@@ -57,9 +57,12 @@ void chj_md_want(struct chj_metadata *md, u64 first, u64 last);
 
 /*
  * Commit the wanted chunk marks: one superblock write with FUA (no flush:
- * it depends on no earlier write).  0 also when nothing was wanted.
+ * it depends on no earlier write).  Once CHJ_GROUP_AFTER chunks were
+ * marked since the last clean pass, each wanted chunk brings the rest of
+ * its aligned group of group chunks (1: none).  0 also when nothing was
+ * wanted.
  */
-int chj_md_commit_marks(struct chj_metadata *md);
+int chj_md_commit_marks(struct chj_metadata *md, unsigned int group);
 
 /*
  * Write the exact map lazily and retire chunk marks: retire every marked

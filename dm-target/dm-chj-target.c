@@ -54,6 +54,17 @@ module_param(carry_marks, bool, 0644);
 MODULE_PARM_DESC(carry_marks,
 		 "At a checkpoint, the new epoch's superblock keeps the chunks marked in the closing one (default Y)");
 
+/*
+ * Mark groups (chj_md_commit_marks()): when first touches keep coming, a
+ * chunk mark also marks the rest of its aligned group of this many
+ * chunks, so that a write spread over the device waits for a mark per
+ * group, not per chunk.
+ */
+static unsigned int mark_group = 8;
+module_param(mark_group, uint, 0644);
+MODULE_PARM_DESC(mark_group,
+		 "When first touches keep coming, a chunk mark marks its aligned group of this many chunks (1 to 64, 1: off; default 8)");
+
 /* Default chunk: 4 MiB (docs/dm-chj.txt has the measurements). */
 #define CHJ_DEFAULT_CHUNK_SECTORS 8192u
 
@@ -318,7 +329,7 @@ static void mark_and_issue(struct chj_target *c, struct bio_list *bios)
 		bio_regions(c, bio, &first, &last);
 		chj_md_want(c->md, first, last);
 	}
-	r = chj_md_commit_marks(c->md);
+	r = chj_md_commit_marks(c->md, clamp(READ_ONCE(mark_group), 1u, 64u));
 	if (r) {
 		enter_fail_mode(c, "chunk mark", r);
 		error_bios(bios);

@@ -3,14 +3,15 @@
 # shape): 1 GiB file-backed virtio origin, metadata on a second one (QEMU's
 # default cache mode: each FUA costs the host an fdatasync), 4 KiB random
 # O_DIRECT writes spread over the whole device, QD1 (psync, FT_NIOS1 writes)
-# and QD32 (libaio, FT_NIOS32).  Four cases, interleaved in each of FT_REPS
-# rounds:
+# and QD32 (libaio, FT_NIOS32).  Five cases, interleaved in each of FT_REPS
+# rounds (the module's parameters at their defaults unless said):
 #   linear      dm-linear (the device's blocks written before: no host
 #               allocation on any case's first write)
 #   fresh       dm-chj on freshly formatted metadata
+#   fresh-nogroup  the same with mark_group=1 (a mark per chunk)
 #   ckpt        dm-chj right after a checkpoint that ended an epoch of the
-#               same random writes, with carry_marks=Y
-#   ckpt-nocarry  the same with carry_marks=N (the default)
+#               same random writes (carry_marks=Y)
+#   ckpt-nocarry  the same with carry_marks=N
 # Prints "RESULT rep=R case=C qd=Q iops=N" and, at the end, each case's
 # median over the rounds as a ratio to linear's.  Not part of make check
 # (timings under TCG are noisy, so only ratios from one interleaved run):
@@ -27,7 +28,8 @@ ORIGIN=/dev/vda
 META=/dev/vdb
 S=$(sectors $ORIGIN)
 P=/sys/module/dm_chj/parameters/carry_marks
-[ -w $P ] || fail "dm_chj has no carry_marks parameter"
+G=/sys/module/dm_chj/parameters/mark_group
+{ [ -w $P ] && [ -w $G ]; } || fail "dm_chj has no carry_marks or mark_group parameter"
 
 # Allocate every block of both backing files on the host first.
 dd if=/dev/zero of=$ORIGIN bs=1M oflag=direct status=none || true
@@ -54,6 +56,7 @@ up() {
 	esac
 	dmsetup mknodes b
 	case $1 in
+	fresh-nogroup) echo 1 >$G ;;
 	ckpt | ckpt-nocarry)
 		[ "$1" = ckpt ] && echo Y >$P || echo N >$P
 		# An epoch of the same writes, then the checkpoint that ends it.
@@ -68,7 +71,7 @@ for rep in $(seq "$REPS"); do
 	for qd in 1 32; do
 		n=$NIOS1
 		[ $qd = 1 ] || n=$NIOS32
-		for case in linear fresh ckpt ckpt-nocarry; do
+		for case in linear fresh fresh-nogroup ckpt ckpt-nocarry; do
 			up $case
 			iops=$(fio_iops $qd "$n" $((rep * 100 + qd)))
 			[ -n "$iops" ] || fail "no IOPS from fio ($case qd$qd)"
@@ -77,7 +80,8 @@ for rep in $(seq "$REPS"); do
 			echo "RESULT rep=$rep case=$case qd=$qd iops=$iops$stats"
 			all[$case.$qd]="${all[$case.$qd]:-} $iops"
 			dmsetup remove b
-			echo N >$P
+			echo Y >$P
+			echo 8 >$G
 		done
 	done
 done
@@ -85,7 +89,7 @@ done
 median() { tr ' ' '\n' | grep . | sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 for qd in 1 32; do
 	lin=$(median <<<"${all[linear.$qd]}")
-	for case in fresh ckpt ckpt-nocarry; do
+	for case in fresh fresh-nogroup ckpt ckpt-nocarry; do
 		m=$(median <<<"${all[$case.$qd]}")
 		echo "MEDIAN qd=$qd case=$case iops=$m linear=$lin ratio=$(awk -v a="$m" -v b="$lin" 'BEGIN { printf "%.3f", a / b }')"
 	done

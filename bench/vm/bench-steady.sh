@@ -8,12 +8,17 @@
 # build/ref-dm-chj.ko exists (another build of the module, for example
 # the previous commit's), it runs as a third target "ref".  Not part of
 # make check: run with scripts/vm-test bench-steady and compare the
-# per-repetition ratios printed at the end.
+# per-repetition ratios printed at the end.  STEADY_JOBS=2 runs each job
+# as two fio jobs at once (one per vCPU of the guest's two, each its own
+# half of the device; IOPS summed): the fast path's shared lines, if any,
+# show there.  STEADY_REPS, STEADY_NIOS: fewer repetitions, I/Os per job.
 # vm-timeout: 3600
 # shellcheck source=tests/vm/lib/lib.sh disable=SC1091
 . "$CHJ_ROOT/tests/vm/lib/lib.sh"
 SIZE_MIB=1024
-NIOS=100000
+NIOS=${STEADY_NIOS:-100000}
+JOBS=${STEADY_JOBS:-1}
+REPS=${STEADY_REPS:-24}
 REF=$CHJ_ROOT/build/ref-dm-chj.ko
 brd_setup 2 $((SIZE_MIB << 10))
 dd if=/dev/zero of=/dev/ram1 bs=1M count=$SIZE_MIB oflag=direct status=none
@@ -25,13 +30,14 @@ iops() {	# QD
 	local engine=psync
 	[ "$1" -gt 1 ] && engine=libaio
 	fio --name=b --filename=/dev/mapper/b --rw=randwrite --bs=4k --direct=1 \
-		--ioengine=$engine --iodepth="$1" --number_ios=$NIOS --randrepeat=0 \
-		--norandommap --size=${SIZE_MIB}M --output-format=terse --terse-version=3 \
+		--ioengine=$engine --iodepth="$1" --number_ios="$NIOS" --randrepeat=0 \
+		--norandommap --size=$((SIZE_MIB / JOBS))M --offset_increment=$((SIZE_MIB / JOBS))M \
+		--numjobs="$JOBS" --group_reporting --output-format=terse --terse-version=3 \
 		--eta=never | cut -d';' -f49
 }
 
 : >/tmp/results
-for rep in $(seq 24); do
+for rep in $(seq "$REPS"); do
 	for cfg in $cfgs; do
 		dd if=/dev/zero of=/dev/ram0 bs=1M count=8 oflag=direct status=none
 		case $cfg in

@@ -142,6 +142,28 @@ assert_eq 1 "$(stat_of marked_chunks)" "carry_marks=Y again: the chunk carried"
 dmsetup suspend m
 dmsetup resume m
 assert_eq 0 "$(stat_of marked_chunks)" "a carried chunk retired (suspend)"
+dmsetup remove m
+
+log "mark groups: after 16 chunk marks in a clean interval, a mark covers its group of 8"
+G=/sys/module/dm_chj/parameters/mark_group
+assert_eq 8 "$(cat $G)" "mark_group is 8 by default"
+dd if=/dev/zero of=/dev/ram3 bs=4096 count=2 oflag=direct status=none
+dev=$(dm_create m "$(chj_table /dev/ram3 /dev/ram1 8) 2 chunk_sectors 2048")
+for k in $(seq 0 15); do wr "$dev" $((k * 1024)) 4; done
+assert_eq "16 16" "$(stat_of chunk_marks) $(stat_of commits)" "16 first touches: a mark each"
+wr "$dev" $((42 * 1024)) 4
+assert_eq "24 17" "$(stat_of chunk_marks) $(stat_of commits)" "the 17th: chunks 40 to 47 in one commit"
+wr "$dev" $((45 * 1024 + 8)) 4
+assert_eq "24 17" "$(stat_of chunk_marks) $(stat_of commits)" "a first touch in the group: no mark"
+echo 1 >$G
+wr "$dev" $((60 * 1024)) 4
+assert_eq "25 18" "$(stat_of chunk_marks) $(stat_of commits)" "mark_group=1: one chunk"
+echo 8 >$G
+# A clean pass starts a new count: its first marks are single again.
+dmsetup suspend m
+dmsetup resume m
+wr "$dev" $((50 * 1024)) 4
+assert_eq "26 19" "$(stat_of chunk_marks) $(stat_of commits)" "after a clean pass: one chunk"
 echo 1000 >/sys/module/dm_chj/parameters/clean_interval_ms
 dmsetup remove m
 must_refuse "mark_ahead too large" "$(chj_table /dev/ram3 /dev/ram1 8) 2 mark_ahead 40000" "mark_ahead takes"
