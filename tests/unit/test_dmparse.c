@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 #include <sys/sysmacros.h>
 
 #include "suites.h"
@@ -143,6 +144,40 @@ START_TEST(mount_point_escaped)
 }
 END_TEST
 
+/*
+ * A btrfs mount shows an anonymous maj:min: chj status finds it by its
+ * source, a block node of the device.  Needs root for the node (skipped
+ * otherwise).
+ */
+START_TEST(mount_point_by_source)
+{
+	char dir[] = "/tmp/chj-mounts-XXXXXX", node[64], path[64], mnt[256];
+	FILE *f;
+
+	if (geteuid())
+		return;
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(node, sizeof(node), "%s/by name", dir);
+	snprintf(path, sizeof(path), "%s/mountinfo", dir);
+	ck_assert_int_eq(mknod(node, S_IFBLK | 0600, makedev(253, 7)), 0);
+	f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs("40 1 0:45 / /mnt/other rw - btrfs /dev/mapper/other rw\n", f);
+	fprintf(f, "41 1 0:46 / /mnt/btr\\040fs rw - btrfs %s/by\\040name rw\n", dir);
+	fclose(f);
+	ck_assert_int_eq(chj_mount_point(path, makedev(253, 7), mnt, sizeof(mnt)), 1);
+	ck_assert_str_eq(mnt, "/mnt/btr fs");
+	ck_assert_int_eq(chj_mount_point(path, makedev(253, 8), mnt, sizeof(mnt)), 0);
+	ck_assert_int_eq(chj_mount_is_of(makedev(0, 46), node, makedev(253, 7)), 1);
+	ck_assert_int_eq(chj_mount_is_of(makedev(0, 46), path, makedev(253, 7)), 0);
+	ck_assert_int_eq(chj_mount_is_of(makedev(0, 46), NULL, makedev(253, 7)), 0);
+	ck_assert_int_eq(chj_mount_is_of(makedev(253, 7), NULL, makedev(253, 7)), 1);
+	unlink(node);
+	unlink(path);
+	rmdir(dir);
+}
+END_TEST
+
 Suite *suite_dmparse(void)
 {
 	Suite *s = suite_create("dm-parse");
@@ -154,6 +189,7 @@ Suite *suite_dmparse(void)
 	tcase_add_test(tc, table_round_trip);
 	tcase_add_test(tc, chunk_shift);
 	tcase_add_test(tc, mount_point_escaped);
+	tcase_add_test(tc, mount_point_by_source);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "btplan.h"
+#include "bytes.h"
 
 struct fz {
 	const uint8_t *d;
@@ -56,7 +57,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (size < 5)
 		return 0;
-	root = (uint32_t)data[1] << 24 | (uint32_t)data[2] << 16 | (uint32_t)data[3] << 8 | data[4];
+	root = be32(data + 1);
 	f.d = data + 5;
 	f.len = size - 5;
 	if (bt_header(f.d, f.len, &s.psize, &s.usable)) {

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bytes.h"
 #include "jbd2.h"
 
 #define BS 1024u
@@ -71,10 +72,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		const uint8_t *sb = f.d;
 
 		src.map_known = 1;
-		src.map_seq = ((uint32_t)sb[24] << 24 | (uint32_t)sb[25] << 16 |
-			       (uint32_t)sb[26] << 8 | sb[27]) - (data[0] >> 2);
-		src.map_start = (uint32_t)sb[28] << 24 | (uint32_t)sb[29] << 16 |
-				(uint32_t)sb[30] << 8 | sb[31];
+		src.map_seq = be32(sb + 24) - (data[0] >> 2);
+		src.map_start = be32(sb + 28);
 	}
 	jbd2_scan(&src, &info);
 	/* One walk, at most one lap, at most (BS / 8) tags per block. */

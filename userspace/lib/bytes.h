@@ -4,9 +4,9 @@
  * stores: any alignment, any host byte order.  ext4, btrfs, the name cache
  * and dm-log-writes logs are little-endian; XFS, jbd2 and qcow2 are
  * big-endian; XFS log items carry both.  The only byte-order helpers for
- * byte buffers in chj (chj-resolve, libchj's qcow2 writer, lw-replay, the
- * unit tests); chj's own aligned structures use chj_le32()/chj_le64() of
- * chj_format.h.
+ * byte buffers in chj (chj-resolve and its fuzzers, libchj's qcow2 writer,
+ * lw-replay, the unit tests); chj's own aligned structures use
+ * chj_le32()/chj_le64() of chj_format.h.
  */
 #ifndef CHJ_BYTES_H
 #define CHJ_BYTES_H

@@ -400,12 +400,17 @@ int chj_dev_size(const char *path, uint64_t *bytes, dev_t *rdev,
 
 /* ---- mounts (libmount) ---- */
 /*
- * The mount point of the first mount of block device dev, as the kernel
- * names it (escapes undone), in mnt: 1, or 0 when dev is not mounted, -1
- * when the table cannot be read.  mountinfo: a file in /proc/PID/mountinfo
- * format, NULL for /proc/self/mountinfo.
+ * The mount point of the first mount of block device dev (chj_mount_is_of),
+ * as the kernel names it (escapes undone), in mnt: 1, or 0 when dev is not
+ * mounted, -1 when the table cannot be read.  mountinfo: a file in
+ * /proc/PID/mountinfo format, NULL for /proc/self/mountinfo.
  */
 int chj_mount_point(const char *mountinfo, dev_t dev, char *mnt, size_t len);
+/*
+ * Is a mount, by its maj:min and its source (NULL: none), of block device
+ * dev?  The one rule of chj status and chj-resolve.
+ */
+int chj_mount_is_of(dev_t mnt_dev, const char *source, dev_t dev);
 
 /* ---- JSON ---- */
 /*

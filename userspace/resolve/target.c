@@ -361,16 +361,10 @@ static void mnt_of(struct libmnt_fs *fs, struct mnt *m)
 	m->dev = mnt_fs_get_devno(fs);
 }
 
-/* Is this mount of our device?  btrfs shows an anonymous maj:min: then
- * the source names the device. */
+/* Is this mount of our device (chj_mount_is_of: btrfs's anonymous maj:min)? */
 static int mount_is_ours(const struct resolver *r, const struct mnt *m)
 {
-	struct stat st;
-
-	if (m->dev == r->devno)
-		return 1;
-	return m->source[0] == '/' && !stat(m->source, &st) && S_ISBLK(st.st_mode) &&
-	       st.st_rdev == r->devno;
+	return chj_mount_is_of(m->dev, m->source, r->devno);
 }
 
 static int probe_type(struct resolver *r)
