@@ -17,7 +17,8 @@
 # checkpoint carried stay marked when nothing writes to them (the window
 # in which a crash counts them whole in the new epoch: "CARRIED ...").  Not part of make check
 # (timings under TCG are noisy, so only ratios from one interleaved run):
-#   scripts/vm-test bench-firsttouch   (FT_REPS=5 by default)
+#   scripts/vm-test bench-firsttouch   (FT_REPS=5 by default: read in the
+#   guest, which does not see the host's environment; edit to change)
 # vm-disks: 1G 64M
 # vm-timeout: 5400
 # vm-mem: 2048

@@ -8,7 +8,9 @@
 # build/ref-dm-chj.ko exists (another build of the module, for example
 # the previous commit's), it runs as a third target "ref".  Not part of
 # make check: run with scripts/vm-test bench-steady and compare the
-# per-repetition ratios printed at the end.  STEADY_JOBS=2 runs each job
+# per-repetition ratios printed at the end.  The variables below are read
+# in the guest (scripts/vm-test does not pass the host's environment:
+# edit their defaults to change them).  STEADY_JOBS=2 runs each job
 # as two fio jobs at once (one per vCPU of the guest's two, each its own
 # half of the device; IOPS summed): the fast path's shared lines, if any,
 # show there.  STEADY_REPS, STEADY_NIOS: fewer repetitions, I/Os per job.
