@@ -158,23 +158,12 @@ static void *xmap(size_t len)
 	return p;
 }
 
+/* Reads as lwlog does; end of file reads as EIO (a truncated file). */
 static void xpread(int fd, void *buf, size_t len, uint64_t off, const char *what)
 {
-	size_t done = 0;
-
-	while (done < len) {
-		ssize_t r = pread(fd, (char *)buf + done, len - done, (off_t)(off + done));
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			die("%s: read error at byte %" PRIu64 ": %s", what, off + done,
-			    strerror(errno));
-		if (r == 0)
-			die("%s: truncated at byte %" PRIu64 " (%zu more bytes expected)",
-			    what, off + done, len - done);
-		done += r;
-	}
+	if (lwlog_read_fd(&fd, buf, len, off))
+		die("%s: cannot read %zu bytes at byte %" PRIu64 ": %s", what, len, off,
+		    errno == EIO ? "I/O error or truncated" : strerror(errno));
 }
 
 static void xpwrite(int fd, const void *buf, size_t len, uint64_t off, const char *what)
