@@ -21,32 +21,15 @@ import subprocess
 import sys
 import tempfile
 
+from lwlog import FUA, META, Log, crc32c
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-
-LW_MAGIC = 0x6a736677736872
-FLUSH, FUA, DISCARD, MARK, META = 1, 2, 4, 8, 16
 
 M = 2048                # metadata sectors (1 MiB)
 ORIGIN = 16384          # origin sectors (8 MiB): 2048 regions of 8 sectors
 BLK = 4096
 BITMAP_MAGIC = 0x4d424843
-
-
-def crc32c(data):
-    if not hasattr(crc32c, "table"):
-        t = []
-        for i in range(256):
-            c = i
-            for _ in range(8):
-                c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
-            t.append(c)
-        crc32c.table = t
-    t = crc32c.table
-    crc = 0xFFFFFFFF
-    for b in data:
-        crc = t[(crc ^ b) & 0xFF] ^ (crc >> 8)
-    return crc ^ 0xFFFFFFFF
 
 
 class Meta:
@@ -76,34 +59,6 @@ class Meta:
 
     def superblock_garbage(self, copy):
         return copy * 8, bytes([0xA5]) * BLK
-
-
-class Log:
-    def __init__(self):
-        self.entries = []
-
-    def write(self, sector, data, flags=0):
-        assert len(data) % 512 == 0
-        self.entries.append((sector, len(data) // 512, flags, b"", data))
-
-    def flush(self):
-        self.entries.append((0, 0, FLUSH, b"", b""))
-
-    def discard(self, sector, n):
-        self.entries.append((sector, n, DISCARD, b"", b""))
-
-    def mark(self, label):
-        self.entries.append((0, 0, MARK, label.encode(), b""))
-
-    def save(self, path):
-        with open(path, "wb") as f:
-            f.write(struct.pack("<QQQI", LW_MAGIC, 1, len(self.entries) + 1, 512).ljust(512, b"\0"))
-            for sector, n, flags, label, data in self.entries:
-                hdr = struct.pack("<QQQQ", sector, n, flags, len(label)) + label
-                f.write(hdr.ljust(512, b"\0"))
-                f.write(data)
-            end = b"dm-log-writes-end"
-            f.write((struct.pack("<QQQQ", 0, 0, MARK, len(end)) + end).ljust(512, b"\0"))
 
 
 def data_sector(region):

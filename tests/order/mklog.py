@@ -12,28 +12,17 @@ is the template.  Each ITEM, in log order:
     sb:SEQ:EPOCH:CHUNKS[:fua]  a superblock write of seq SEQ to block
                             SEQ % 2, current epoch EPOCH, its intent map
                             marking CHUNKS (comma list, or -)
-The log's format: tests/logwrites/lwlog.h.
+The log is written by tests/logwrites/lwlog.py (format: lwlog.h).
 """
+import os
 import struct
 import sys
 
-LW_MAGIC = 0x6a736677736872
-FLUSH, FUA, MARK = 1, 2, 8
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "logwrites"))
+from lwlog import FUA, Log, crc32c  # noqa: E402
+
 BLK = 4096
 SB_BYTES = 512
-
-
-def crc32c(data):
-    t = []
-    for i in range(256):
-        c = i
-        for _ in range(8):
-            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
-        t.append(c)
-    crc = 0xFFFFFFFF
-    for b in data:
-        crc = t[(crc ^ b) & 0xFF] ^ (crc >> 8)
-    return crc ^ 0xFFFFFFFF
 
 
 def superblock(tmpl, seq, epoch, chunks):
@@ -58,26 +47,21 @@ def main():
         raw = f.read(2 * BLK)
     seqs = [struct.unpack_from("<Q", raw, c * BLK + 16)[0] for c in (0, 1)]
     tmpl = raw[seqs.index(max(seqs)) * BLK:][:BLK]
-    entries = []
+    lg = Log()
     for it in items:
         kind, _, rest = it.partition(":")
         if kind == "mark":
-            entries.append((0, 0, MARK, rest.encode(), b""))
+            lg.mark(rest)
         elif kind == "flush":
-            entries.append((0, 0, FLUSH, b"", b""))
+            lg.flush()
         elif kind == "sb":
             f = rest.split(":")
             seq, epoch = int(f[0]), int(f[1])
             chunks = [] if f[2] == "-" else [int(c) for c in f[2].split(",")]
             flags = FUA if len(f) > 3 and f[3] == "fua" else 0
-            entries.append(((seq % 2) * 8, 8, flags, b"", superblock(tmpl, seq, epoch, chunks)))
+            lg.write((seq % 2) * 8, superblock(tmpl, seq, epoch, chunks), flags)
         else:
             sys.exit("mklog: unknown item " + it)
-    with open(out, "wb") as f:
-        f.write(struct.pack("<QQQI", LW_MAGIC, 1, len(entries), 512).ljust(512, b"\0"))
-        for sector, n, flags, label, data in entries:
-            f.write((struct.pack("<QQQQ", sector, n, flags, len(label)) + label).ljust(512, b"\0"))
-            f.write(data)
-
+    lg.save(out)
 
 main()
